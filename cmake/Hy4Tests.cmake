@@ -1,0 +1,20 @@
+# hy4_add_test(NAME <name> COMMAND <target> [ARGS ...] LABELS ...)
+# Adds one ctest per backend variant (cpu32 + cpu64 on the CPU backend, cuda, rocm):
+# <name>.<variant>, labelled with the variant; gtest skips are reported as skips.
+function(hy4_add_test)
+  cmake_parse_arguments(T "" "NAME;COMMAND;TIMEOUT" "ARGS;LABELS" ${ARGN})
+  foreach(v IN LISTS HY4_TEST_VARIANTS)
+    set(env "HY4_CASE_DIR=${CMAKE_BINARY_DIR}/hy4-failed-cases")
+    if(v STREQUAL "cpu32")
+      list(APPEND env HY4_CPU_WARP_SIZE=32)
+    elseif(v STREQUAL "cpu64")
+      list(APPEND env HY4_CPU_WARP_SIZE=64)
+    endif()
+    add_test(NAME ${T_NAME}.${v} COMMAND ${T_COMMAND} ${T_ARGS})
+    set_tests_properties(${T_NAME}.${v} PROPERTIES LABELS "${T_LABELS};${v}" ENVIRONMENT "${env}"
+                         SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
+    if(T_TIMEOUT)
+      set_tests_properties(${T_NAME}.${v} PROPERTIES TIMEOUT ${T_TIMEOUT})
+    endif()
+  endforeach()
+endfunction()

@@ -1,0 +1,154 @@
+#include "case_file.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+
+namespace hy4::harness {
+
+int64_t CaseFile::get(const std::string& name) const {
+  auto it = ints.find(name);
+  if (it == ints.end()) throw CaseFileError("case file (op " + op + "): missing integer '" + name + "'");
+  return it->second;
+}
+int64_t CaseFile::get_or(const std::string& name, int64_t fallback) const {
+  auto it = ints.find(name);
+  return it == ints.end() ? fallback : it->second;
+}
+std::vector<uint16_t> CaseFile::tensor16(const std::string& name) const {
+  auto it = tensors.find(name);
+  if (it == tensors.end()) throw CaseFileError("case file (op " + op + "): missing tensor '" + name + "'");
+  if (it->second.bits != 16) throw CaseFileError("case file: tensor '" + name + "' is not 16-bit");
+  return std::vector<uint16_t>(it->second.words.begin(), it->second.words.end());
+}
+std::vector<uint32_t> CaseFile::tensor32(const std::string& name) const {
+  auto it = tensors.find(name);
+  if (it == tensors.end()) throw CaseFileError("case file (op " + op + "): missing tensor '" + name + "'");
+  if (it->second.bits != 32) throw CaseFileError("case file: tensor '" + name + "' is not 32-bit");
+  return it->second.words;
+}
+void CaseFile::put16(const std::string& name, const std::vector<uint16_t>& v) {
+  tensors[name] = Tensor{16, std::vector<uint32_t>(v.begin(), v.end())};
+}
+void CaseFile::put32(const std::string& name, const std::vector<uint32_t>& v) { tensors[name] = Tensor{32, v}; }
+
+std::string CaseFile::serialize() const {
+  std::ostringstream os;
+  os << "hy4check-case 1\nop " << op << "\n";
+  for (auto& [k, v] : ints) os << "int " << k << " " << v << "\n";
+  for (auto& [k, v] : text) {
+    std::string one = v;
+    for (char& c : one)
+      if (c == '\n') c = ' ';
+    os << "text " << k << " " << one << "\n";
+  }
+  for (auto& [k, t] : tensors) {
+    os << "tensor " << k << " " << t.bits << " " << t.words.size() << "\n";
+    char buf[16];
+    for (std::size_t i = 0; i < t.words.size(); ++i) {
+      std::snprintf(buf, sizeof buf, t.bits == 16 ? "%04x" : "%08x", t.words[i]);
+      os << buf << ((i % 16 == 15 || i + 1 == t.words.size()) ? "\n" : " ");
+    }
+  }
+  os << "end\n";
+  return os.str();
+}
+
+CaseFile CaseFile::parse(const std::string& content, const std::string& src) {
+  CaseFile c;
+  std::istringstream is(content);
+  std::string line;
+  int lineno = 0;
+  auto fail = [&](const std::string& why) -> CaseFileError {
+    return CaseFileError(src + ":" + std::to_string(lineno) + ": " + why);
+  };
+  if (!std::getline(is, line) || line != "hy4check-case 1") {
+    lineno = 1;
+    throw fail("not an hy4check case file (first line must be 'hy4check-case 1')");
+  }
+  lineno = 1;
+  bool ended = false;
+  while (std::getline(is, line)) {
+    ++lineno;
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ls(line);
+    std::string kind;
+    ls >> kind;
+    if (kind == "op") {
+      ls >> c.op;
+    } else if (kind == "int") {
+      std::string k;
+      long long v;
+      if (!(ls >> k >> v)) throw fail("expected 'int NAME VALUE'");
+      c.ints[k] = v;
+    } else if (kind == "text") {
+      std::string k, rest;
+      ls >> k;
+      std::getline(ls, rest);
+      if (!rest.empty() && rest[0] == ' ') rest.erase(0, 1);
+      c.text[k] = rest;
+    } else if (kind == "tensor") {
+      std::string k;
+      int bits;
+      long long n;
+      if (!(ls >> k >> bits >> n) || (bits != 16 && bits != 32) || n < 0 || n > (1LL << 31))
+        throw fail("expected 'tensor NAME 16|32 COUNT'");
+      Tensor t;
+      t.bits = bits;
+      t.words.reserve(static_cast<std::size_t>(n));
+      while (static_cast<long long>(t.words.size()) < n) {
+        std::string word;
+        if (!(is >> word)) throw fail("tensor '" + k + "' ends after " + std::to_string(t.words.size()) + " of " + std::to_string(n) + " elements");
+        char* end = nullptr;
+        unsigned long w = std::strtoul(word.c_str(), &end, 16);
+        if (*end != '\0' || (bits == 16 && w > 0xFFFF)) throw fail("bad hex word '" + word + "' in tensor '" + k + "'");
+        t.words.push_back(static_cast<uint32_t>(w));
+      }
+      std::getline(is, line);  // rest of the last data line
+      c.tensors[k] = std::move(t);
+    } else if (kind == "end") {
+      ended = true;
+      break;
+    } else {
+      throw fail("unknown line kind '" + kind + "'");
+    }
+  }
+  if (!ended) throw fail("missing 'end' line (truncated file?)");
+  if (c.op.empty()) throw fail("no 'op' line");
+  return c;
+}
+
+void CaseFile::write(const std::string& path) const {
+  std::ofstream f(path);
+  if (!f) throw CaseFileError("cannot write case file " + path);
+  f << serialize();
+}
+
+CaseFile CaseFile::read(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw CaseFileError("cannot read case file " + path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return parse(ss.str(), path);
+}
+
+std::string failed_case_dir() {
+  const char* d = std::getenv("HY4_CASE_DIR");
+  return d && *d ? d : "hy4-failed-cases";
+}
+
+std::string save_failed_case(const CaseFile& c, const std::string& stem) {
+  const std::string dir = failed_case_dir();
+  ::mkdir(dir.c_str(), 0755);
+  const std::string path = dir + "/" + stem + ".case";
+  try {
+    c.write(path);
+  } catch (const CaseFileError&) {
+    return "";
+  }
+  return path;
+}
+
+}  // namespace hy4::harness

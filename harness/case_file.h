@@ -1,0 +1,56 @@
+// case_file.h: the reproducer file format every op shares.
+//
+//   hy4check-case 1
+//   op gate
+//   int T 3                      named integers (shapes, strides, seeds, flags)
+//   text origin gate.prop ...    free text (where the case came from)
+//   tensor attn 16 15            name, element bits (16 or 32), element count
+//   3f80 bf80 ...                hex words, 16 per line
+//   end
+//
+// Property failures, fuzzer crashes and conformance failures write such files;
+// hy4-repro replays them; regressions/cases/ keeps the ones worth keeping.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace hy4::harness {
+
+struct CaseFileError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class CaseFile {
+ public:
+  std::string op;
+  std::map<std::string, int64_t> ints;
+  std::map<std::string, std::string> text;
+  struct Tensor {
+    int bits = 16;
+    std::vector<uint32_t> words;
+  };
+  std::map<std::string, Tensor> tensors;
+
+  int64_t get(const std::string& name) const;
+  int64_t get_or(const std::string& name, int64_t fallback) const;
+  std::vector<uint16_t> tensor16(const std::string& name) const;
+  std::vector<uint32_t> tensor32(const std::string& name) const;
+  void put16(const std::string& name, const std::vector<uint16_t>& v);
+  void put32(const std::string& name, const std::vector<uint32_t>& v);
+
+  std::string serialize() const;
+  static CaseFile parse(const std::string& content, const std::string& source_name);
+  void write(const std::string& path) const;
+  static CaseFile read(const std::string& path);
+};
+
+// Directory failing cases are written to: $HY4_CASE_DIR, else ./hy4-failed-cases.
+std::string failed_case_dir();
+// Writes the case as <dir>/<stem>.case and returns the path ("" if it could not).
+std::string save_failed_case(const CaseFile& c, const std::string& stem);
+
+}  // namespace hy4::harness

@@ -1,0 +1,286 @@
+#include "gate_harness.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <sstream>
+
+#include "device_buffer.h"
+#include "gate.h"
+#include "gate_reference.h"
+#include "numerics.h"
+#include "platform/hy4_numeric.h"
+
+namespace hy4::harness {
+
+int64_t gate_buffer_elems(int64_t T, int64_t W, int64_t stride, int64_t offset) {
+  return offset + (T > 0 ? (T - 1) * stride + W : 0);
+}
+
+GateCase make_gate_case(uint64_t seed, const GateShape& shape) {
+  GateCase c;
+  c.seed = seed;
+  c.shape = shape;
+  std::mt19937_64 rng(seed);
+  const int64_t T = shape.T, W = shape.W;
+  c.attn.resize(gate_buffer_elems(T, W, c.attn_stride(), shape.attn_offset));
+  c.gate.resize(gate_buffer_elems(T, W, c.gate_stride(), shape.gate_offset));
+  for (auto& v : c.attn) v = random_bf16(rng, shape.special_rate);
+  for (auto& v : c.gate) v = random_gate_bf16(rng, shape.special_rate);
+  if (!shape.in_place) {
+    c.out_init.resize(gate_buffer_elems(T, W, c.out_stride(), shape.out_offset));
+    for (auto& v : c.out_init) v = static_cast<uint16_t>(0xFFC0 | (rng() & 0x3F));  // poison: NaN patterns
+  }
+  return c;
+}
+
+GateCase random_gate_case(uint64_t seed, int64_t max_T, int64_t max_W) {
+  std::mt19937_64 rng(seed ^ 0x6a7e5eedULL);
+  GateShape s;
+  s.T = static_cast<int64_t>(rng() % (max_T + 1));
+  static const int64_t widths[] = {2048, 2047, 2049, 2056, 8, 16, 7, 1, 512, 256, 1000};
+  const uint64_t pick = rng() % 3;
+  if (pick == 0)
+    s.W = std::min<int64_t>(max_W, widths[rng() % (sizeof widths / sizeof widths[0])]);
+  else
+    s.W = 1 + static_cast<int64_t>(rng() % std::min<int64_t>(max_W, pick == 1 ? 40 : max_W));
+  auto pad = [&] { return (rng() % 3 == 0) ? 0 : static_cast<int64_t>(rng() % 17); };
+  auto off = [&] { return (rng() % 2 == 0) ? 0 : static_cast<int64_t>(rng() % 9); };
+  s.attn_pad = pad();
+  s.gate_pad = pad();
+  s.out_pad = pad();
+  s.attn_offset = off();
+  s.gate_offset = off();
+  s.out_offset = off();
+  s.in_place = rng() % 5 == 0;
+  s.special_rate = (rng() % 4 == 0) ? 0.5 : 0.05;
+  return make_gate_case(seed, s);
+}
+
+CaseFile gate_to_file(const GateCase& c) {
+  CaseFile f;
+  f.op = "gate";
+  f.ints = {{"seed", static_cast<int64_t>(c.seed)}, {"T", c.shape.T}, {"W", c.shape.W},
+            {"attn_pad", c.shape.attn_pad}, {"gate_pad", c.shape.gate_pad}, {"out_pad", c.shape.out_pad},
+            {"attn_offset", c.shape.attn_offset}, {"gate_offset", c.shape.gate_offset},
+            {"out_offset", c.shape.out_offset}, {"in_place", c.shape.in_place ? 1 : 0}};
+  if (!c.origin.empty()) f.text["origin"] = c.origin;
+  f.put16("attn", c.attn);
+  f.put16("gate", c.gate);
+  if (!c.shape.in_place) f.put16("out_init", c.out_init);
+  return f;
+}
+
+GateCase gate_from_file(const CaseFile& f) {
+  if (f.op != "gate") throw CaseFileError("case file holds op '" + f.op + "', not 'gate'");
+  GateCase c;
+  c.seed = static_cast<uint64_t>(f.get_or("seed", 0));
+  c.shape.T = f.get("T");
+  c.shape.W = f.get("W");
+  c.shape.attn_pad = f.get_or("attn_pad", 0);
+  c.shape.gate_pad = f.get_or("gate_pad", 0);
+  c.shape.out_pad = f.get_or("out_pad", 0);
+  c.shape.attn_offset = f.get_or("attn_offset", 0);
+  c.shape.gate_offset = f.get_or("gate_offset", 0);
+  c.shape.out_offset = f.get_or("out_offset", 0);
+  c.shape.in_place = f.get_or("in_place", 0) != 0;
+  c.attn = f.tensor16("attn");
+  c.gate = f.tensor16("gate");
+  if (!c.shape.in_place) c.out_init = f.tensor16("out_init");
+  auto it = f.text.find("origin");
+  if (it != f.text.end()) c.origin = it->second;
+  const int64_t T = c.shape.T, W = c.shape.W;
+  if (T < 0 || W < 1 || c.shape.attn_pad < 0 || c.shape.gate_pad < 0 || c.shape.out_pad < 0)
+    throw CaseFileError("gate case: negative shape or padding");
+  if (static_cast<int64_t>(c.attn.size()) < gate_buffer_elems(T, W, c.attn_stride(), c.shape.attn_offset) ||
+      static_cast<int64_t>(c.gate.size()) < gate_buffer_elems(T, W, c.gate_stride(), c.shape.gate_offset) ||
+      (!c.shape.in_place &&
+       static_cast<int64_t>(c.out_init.size()) < gate_buffer_elems(T, W, c.out_stride(), c.shape.out_offset)))
+    throw CaseFileError("gate case: a tensor is shorter than its shape needs");
+  return c;
+}
+
+namespace {
+
+struct GateDeviceBuffers {
+  DeviceBuffer<uint16_t> attn, gate, out;
+  GateArgs args;
+  GateDeviceBuffers(const GateCase& c) : attn(c.attn.size()), gate(c.gate.size()), out(c.out_init.size()) {
+    const int64_t T = c.shape.T, W = c.shape.W;
+    args.attn = MatrixView{attn.get() + c.shape.attn_offset, DType::BF16, T, W, c.attn_stride()};
+    args.gate = MatrixView{gate.get() + c.shape.gate_offset, DType::BF16, T, W, c.gate_stride()};
+    args.out = c.shape.in_place ? args.attn
+                                : MatrixView{out.get() + c.shape.out_offset, DType::BF16, T, W, c.out_stride()};
+  }
+  void upload(const GateCase& c, hy4::rt::Stream s) {
+    attn.upload(c.attn, s);
+    gate.upload(c.gate, s);
+    if (!c.shape.in_place) out.upload(c.out_init, s);
+  }
+  std::vector<uint16_t> download(const GateCase& c, hy4::rt::Stream s) {
+    std::vector<uint16_t> h;
+    (c.shape.in_place ? attn : out).download(h, s);
+    hy4::rt::synchronize(s);
+    return h;
+  }
+};
+
+std::string f32s(float v) {
+  std::ostringstream os;
+  os.precision(9);
+  os << v;
+  return os.str();
+}
+
+}  // namespace
+
+std::vector<uint16_t> run_gate_eager(const GateCase& c, hy4::rt::Stream s) {
+  GateDeviceBuffers b(c);
+  GatePlan plan(b.args);
+  b.upload(c, s);
+  plan.launch(s);
+  return b.download(c, s);
+}
+
+std::vector<uint16_t> gate_expected(const GateCase& c) {
+  std::vector<uint16_t> out = c.shape.in_place ? c.attn : c.out_init;
+  const int64_t out_off = c.shape.in_place ? c.shape.attn_offset : c.shape.out_offset;
+  ref::gate_bit_model(c.attn.data() + c.shape.attn_offset, c.attn_stride(), c.gate.data() + c.shape.gate_offset,
+                      c.gate_stride(), out.data() + out_off, c.out_stride(), c.shape.T, c.shape.W);
+  return out;
+}
+
+// The float64 bound.  Kernel: out = RN16(a * s16), s16 = RN16(sigmoid_f32(g)); a * s16
+// is exact in fp32 (two 8-bit significands) for normal results.  sigmoid_f32 is within
+// 2.5 fp32 ulp of sigmoid (exhaustive test), so |s16 - sigma| <= (2^-8 + 2^-21)*sigma and
+// |a*s16 - a*sigma| < 1 bf16 ulp of the exact result (+ a hair).  Rounding both sides to
+// bf16 adds at most half an ulp each: |out - RN16(a*sigma)| <= 2 ulp.  Where sigma is
+// below FLT_MIN (gate < -87.3) s16 keeps few or no bits (sigmoid_f32, like eager
+// PyTorch, returns 0 below -88.72), so there the promise is absolute:
+// |out - a*sigma| <= |a| * (half a bf16 quantum of sigma + 2^-126) + 1.5 bf16 ulp.
+static constexpr double kGateBoundUlp = 2.0;
+
+Verdict check_gate(const GateCase& c, const std::vector<uint16_t>& got) {
+  Verdict v;
+  v.bound_ulp = kGateBoundUlp;
+  const std::vector<uint16_t> want = gate_expected(c);
+  const int64_t T = c.shape.T, W = c.shape.W;
+  const int64_t out_off = c.shape.in_place ? c.shape.attn_offset : c.shape.out_offset;
+  const int64_t os = c.out_stride();
+  v.elements = T * W;
+  if (got.size() < want.size()) {
+    v.bit_mismatches = 1;
+    v.note("out buffer came back with " + std::to_string(got.size()) + " elements, expected " +
+           std::to_string(want.size()));
+    return v;
+  }
+  // 1. bitwise, the whole buffer: valid elements vs the bit model, everything else untouched.
+  for (std::size_t k = 0; k < want.size(); ++k) {
+    if (got[k] == want[k]) continue;
+    ++v.bit_mismatches;
+    const int64_t rel = static_cast<int64_t>(k) - out_off;
+    const int64_t t = rel >= 0 ? rel / os : -1, i = rel >= 0 ? rel % os : -1;
+    std::ostringstream d;
+    if (rel < 0 || t >= T || i >= W) {
+      d << "out buffer[" << k << "] outside the view was written: " << hex16(got[k]) << ", was " << hex16(want[k]);
+    } else {
+      const uint16_t a = c.attn[c.shape.attn_offset + t * c.attn_stride() + i];
+      const uint16_t g = c.gate[c.shape.gate_offset + t * c.gate_stride() + i];
+      d << "out[t=" << t << ", i=" << i << "]: got " << hex16(got[k]) << " (" << f32s(bf16_to_f32(got[k]))
+        << "), bit model " << hex16(want[k]) << " (" << f32s(bf16_to_f32(want[k])) << "); attn " << hex16(a) << " ("
+        << f32s(bf16_to_f32(a)) << "), gate " << hex16(g) << " (" << f32s(bf16_to_f32(g)) << ")";
+    }
+    v.note(d.str());
+  }
+  // 2. float64 reference within the bound.
+  if (T > 0) {
+    std::vector<double> exact(static_cast<std::size_t>(T * W));
+    ref::gate_math(c.attn.data() + c.shape.attn_offset, c.attn_stride(), c.gate.data() + c.shape.gate_offset,
+                   c.gate_stride(), exact.data(), T, W);
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t i = 0; i < W; ++i) {
+        const double x = exact[t * W + i];
+        const uint16_t o = got[out_off + t * os + i];
+        const uint16_t a = c.attn[c.shape.attn_offset + t * c.attn_stride() + i];
+        const uint16_t g = c.gate[c.shape.gate_offset + t * c.gate_stride() + i];
+        const double sigma = 1.0 / (1.0 + std::exp(-static_cast<double>(bf16_to_f32(g))));
+        bool ok;
+        double ulp = 0;
+        const float af = bf16_to_f32(a);
+        if (std::isinf(af) && !std::isnan(x)) {
+          // inf * sigma: sigma > 0 in float64, but the promised bf16 rounding of the
+          // sigmoid can make it 0 (gate < ~-92), and then inf * 0 = NaN, as in PyTorch.
+          const bool s16_zero = bf16_from_f32(sigmoid_f32(bf16_to_f32(g))) == 0;
+          ok = s16_zero ? bf16_is_nan(o) : (o == a);
+        } else if (std::isnan(x) || bf16_is_nan(o)) {
+          ok = std::isnan(x) && bf16_is_nan(o);
+        } else {
+          const uint16_t r = bf16_from_f64(x);
+          ulp = static_cast<double>(bf16_ulp_distance(o, r));
+          const bool tiny = sigma < 0x1p-126 || std::fabs(x) < 0x1p-126;
+          if (!tiny) {
+            ok = ulp <= kGateBoundUlp;
+            v.worst_ulp = std::max(v.worst_ulp, ulp);
+          } else {
+            int e = 0;
+            std::frexp(std::max(sigma, 0x1p-200), &e);
+            const double s_quantum = std::ldexp(1.0, std::max(e - 1, -126) - 7);
+            std::frexp(std::max(std::fabs(x), 0x1p-200), &e);
+            const double out_ulp = std::ldexp(1.0, std::max(e - 1, -126) - 7);
+            const double allowed = std::fabs(static_cast<double>(bf16_to_f32(a))) * (0.5 * s_quantum + 0x1p-126) +
+                                   1.5 * out_ulp;
+            ok = std::fabs(static_cast<double>(bf16_to_f32(o)) - x) <= allowed;
+          }
+        }
+        if (!ok) {
+          ++v.bound_violations;
+          std::ostringstream d;
+          d.precision(17);
+          d << "out[t=" << t << ", i=" << i << "]: got " << hex16(o) << " (" << bf16_to_f32(o) << "), float64 " << x
+            << " (" << ulp << " ulp); attn " << hex16(a) << ", gate " << hex16(g);
+          v.note(d.str());
+        }
+      }
+  }
+  return v;
+}
+
+std::vector<std::vector<uint16_t>> run_gate_replays(const GateCase& capture, const std::vector<GateCase>& data,
+                                                    const std::vector<int64_t>& real_rows, hy4::rt::Stream s,
+                                                    std::vector<GateCase>* as_run) {
+  GateDeviceBuffers b(capture);
+  GatePlan plan(b.args);
+  b.upload(capture, s);
+  hy4::rt::synchronize(s);
+  CapturedGraph graph(s, [&](hy4::rt::Stream cs) { plan.launch(cs); });
+
+  GateCase current = capture;  // host mirror of what the device buffers hold
+  std::mt19937_64 rng(capture.seed ^ 0x9a9e);
+  std::vector<std::vector<uint16_t>> outs;
+  for (std::size_t k = 0; k < data.size(); ++k) {
+    const GateCase& d = data[k];
+    const int64_t r = std::min(real_rows[k], capture.shape.T);
+    // New data for the real rows; graph-padded rows keep stale data, some turned NaN.
+    auto refresh = [&](std::vector<uint16_t>& buf, const std::vector<uint16_t>& src, int64_t off, int64_t stride) {
+      for (int64_t t = 0; t < capture.shape.T; ++t)
+        for (int64_t i = 0; i < capture.shape.W; ++i) {
+          const int64_t idx = off + t * stride + i;
+          if (t < r)
+            buf[idx] = src[idx % src.size()];
+          else if (rng() % 7 == 0)
+            buf[idx] = 0x7FC0;
+        }
+    };
+    refresh(current.attn, d.attn, capture.shape.attn_offset, capture.attn_stride());
+    refresh(current.gate, d.gate, capture.shape.gate_offset, capture.gate_stride());
+    if (!current.shape.in_place)
+      for (auto& o : current.out_init) o = static_cast<uint16_t>(0xFFC0 | (rng() & 0x3F));  // poison
+    b.upload(current, s);
+    graph.replay();
+    outs.push_back(b.download(current, s));
+    if (as_run) as_run->push_back(current);
+  }
+  return outs;
+}
+
+}  // namespace hy4::harness

@@ -1,0 +1,107 @@
+// runtime_cpu.cpp: hy4::rt on the CPU SIMT executor.
+// "Device" memory is host memory filled with garbage at allocation.  Streams run work
+// at once, in order.  While a stream captures, launches, copies and fills are recorded
+// with their arguments by value (as GPU graph nodes are) and run again on each replay.
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "../platform/runtime.h"
+#include "simt.h"
+
+namespace hy4::cpu {
+void execute_launch(const char* name, dim3 grid, dim3 block, std::function<void()>& body);
+}
+
+namespace hy4::rt {
+namespace {
+
+struct CpuGraph {
+  std::vector<std::function<void()>> nodes;
+};
+struct CpuStream {
+  std::unique_ptr<CpuGraph> capture;
+};
+
+CpuStream* S(Stream s) {
+  if (!s.handle) throw RuntimeError("cpu runtime: null stream");
+  return static_cast<CpuStream*>(s.handle);
+}
+
+}  // namespace
+
+// Runs op now, or records it if the stream captures (also used by cpu::submit_launch).
+void enqueue(Stream s, std::function<void()> op) {
+  CpuStream* st = S(s);
+  if (st->capture)
+    st->capture->nodes.push_back(std::move(op));
+  else
+    op();
+}
+
+Backend backend() { return Backend::Cpu; }
+const char* backend_name() { return "cpu"; }
+int device_count() { return 1; }
+std::string no_device_reason() { return ""; }
+void set_device(int index) {
+  if (index != 0) throw RuntimeError("cpu runtime: set_device(" + std::to_string(index) + "): only device 0 exists");
+}
+std::string device_name() { return "cpu-simt warp" + std::to_string(hy4::cpu::warp_size()); }
+int warp_size() { return hy4::cpu::warp_size(); }
+
+Stream create_stream() { return Stream{new CpuStream()}; }
+void destroy_stream(Stream s) { delete S(s); }
+void synchronize(Stream s) {
+  if (S(s)->capture) throw RuntimeError("cpu runtime: synchronize on a capturing stream");
+}
+
+void* malloc_device(std::size_t bytes) {
+  const std::size_t n = (bytes + 255) / 256 * 256 + 256;
+  void* p = std::aligned_alloc(256, n);
+  if (!p) throw RuntimeError("cpu runtime: malloc_device(" + std::to_string(bytes) + ") failed");
+  std::memset(p, 0xA5, n);  // device memory starts as garbage
+  return p;
+}
+void free_device(void* p) { std::free(p); }
+void copy_to_device(void* dst, const void* src, std::size_t bytes, Stream s) {
+  if (bytes) enqueue(s, [=] { std::memcpy(dst, src, bytes); });
+}
+void copy_to_host(void* dst, const void* src, std::size_t bytes, Stream s) {
+  if (bytes) enqueue(s, [=] { std::memcpy(dst, src, bytes); });
+}
+void copy_on_device(void* dst, const void* src, std::size_t bytes, Stream s) {
+  if (bytes) enqueue(s, [=] { std::memmove(dst, src, bytes); });
+}
+void fill_bytes(void* dst, int byte, std::size_t bytes, Stream s) {
+  if (bytes) enqueue(s, [=] { std::memset(dst, byte, bytes); });
+}
+
+void begin_capture(Stream s) {
+  CpuStream* st = S(s);
+  if (st->capture) throw RuntimeError("cpu runtime: begin_capture on a stream that already captures");
+  st->capture = std::make_unique<CpuGraph>();
+}
+GraphExec end_capture(Stream s) {
+  CpuStream* st = S(s);
+  if (!st->capture) throw RuntimeError("cpu runtime: end_capture on a stream that does not capture");
+  return GraphExec{st->capture.release()};
+}
+void replay(GraphExec g, Stream s) {
+  if (!g.handle) throw RuntimeError("cpu runtime: replay of a null graph");
+  CpuGraph* graph = static_cast<CpuGraph*>(g.handle);
+  if (S(s)->capture) throw RuntimeError("cpu runtime: replay into a capturing stream is not supported");
+  for (auto& node : graph->nodes) node();
+}
+void destroy_graph(GraphExec g) { delete static_cast<CpuGraph*>(g.handle); }
+void check_launch(const char*) {}
+
+}  // namespace hy4::rt
+
+namespace hy4::cpu {
+void submit_launch(const char* name, dim3 grid, dim3 block, hy4::rt::Stream stream, std::function<void()> body) {
+  auto shared_body = std::make_shared<std::function<void()>>(std::move(body));
+  hy4::rt::enqueue(stream, [name, grid, block, shared_body] { execute_launch(name, grid, block, *shared_body); });
+}
+}  // namespace hy4::cpu

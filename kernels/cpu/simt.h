@@ -1,0 +1,141 @@
+// simt.h: the kernel-side face of the CPU SIMT executor (HY4_BACKEND_CPU only).
+//
+// Every GPU thread of a block is a fiber; the block's fibers run on one OS thread,
+// blocks run in a shuffled order on a pool of OS threads.  A fiber runs until it
+// reaches a barrier or a warp collective; a barrier releases when every thread of
+// the block stands at it, a collective when every lane of the warp does.  Anything
+// else (a thread that exits while others wait, lanes at different collectives) is a
+// KernelFault naming the kernel, block, threads and site.  Shared memory is poisoned
+// with garbage at each block start, and a read of an element no thread has written is
+// reported.  The warp size (32 or 64) is chosen at run time (hy4::cpu::set_warp_size
+// or HY4_CPU_WARP_SIZE).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "../platform/runtime.h"
+#include "executor_control.h"
+
+struct dim3 {
+  unsigned x, y, z;
+  constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+
+#define __global__
+#define __host__
+#define __device__
+#define __forceinline__ inline
+#define __restrict__
+
+namespace hy4::cpu {
+
+// A kernel misbehaved in a way a GPU would leave undefined (deadlock, divergence,
+// uninitialised shared read, out-of-range shared index): thrown by the launch.
+struct KernelFault : hy4::rt::RuntimeError {
+  using hy4::rt::RuntimeError::RuntimeError;
+};
+
+struct ThreadIndex {
+  dim3 threadIdx, blockIdx, blockDim, gridDim;
+};
+const ThreadIndex& current_index();
+
+int lane_id();
+void sync_block();
+
+enum class ShuffleKind { Xor, Down, Idx };
+uint64_t warp_shuffle_bits(uint64_t v, ShuffleKind kind, int arg);
+uint64_t warp_ballot(bool p);
+bool warp_all(bool p);
+
+template <class T>
+T warp_shuffle(T v, ShuffleKind kind, int arg) {
+  static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= 8, "shuffle of up to 8 bytes");
+  uint64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof(T));
+  bits = warp_shuffle_bits(bits, kind, arg);
+  T out;
+  std::memcpy(&out, &bits, sizeof(T));
+  return out;
+}
+
+// ---- shared memory ------------------------------------------------------------
+struct SharedSlot {
+  unsigned char* data;
+  unsigned char* written;  // one flag per element
+};
+SharedSlot shared_allocate(std::size_t count, std::size_t elem_size, const char* name);
+void report_shared_uninit(const char* name, std::size_t index);
+void report_shared_oob(const char* name, std::size_t index, std::size_t count);
+unsigned char* shared_scratch(std::size_t bytes);
+
+template <class T>
+struct SharedRef {
+  T* p;
+  unsigned char* w;
+  const char* name;
+  std::size_t index;
+  operator T() const {
+    if (!*w) report_shared_uninit(name, index);
+    return *p;
+  }
+  SharedRef& operator=(const T& v) {
+    *p = v;
+    *w = 1;
+    return *this;
+  }
+  SharedRef& operator=(const SharedRef& o) { return *this = static_cast<T>(o); }
+  SharedRef& operator+=(const T& v) { return *this = static_cast<T>(*this) + v; }
+};
+
+template <class T>
+struct SharedArray {
+  T* data;
+  unsigned char* written;
+  std::size_t count;
+  const char* name;
+  SharedRef<T> operator[](std::size_t i) const {
+    if (i >= count) {
+      report_shared_oob(name, i, count);
+      return SharedRef<T>{reinterpret_cast<T*>(shared_scratch(sizeof(T))), shared_scratch(sizeof(T)) + sizeof(T) - 1, name, i};
+    }
+    return SharedRef<T>{data + i, written + i, name, i};
+  }
+};
+
+template <class T>
+SharedArray<T> shared_array(std::size_t count, const char* name) {
+  static_assert(std::is_trivially_copyable_v<T>, "shared arrays hold trivially copyable types");
+  SharedSlot s = shared_allocate(count, sizeof(T), name);
+  return SharedArray<T>{reinterpret_cast<T*>(s.data), s.written, count, name};
+}
+
+// ---- launches -------------------------------------------------------------------
+// Runs body once per thread of grid x block on the stream (or records it into the
+// stream's capture).  Arguments were already copied by value into body.
+void submit_launch(const char* name, dim3 grid, dim3 block, hy4::rt::Stream stream, std::function<void()> body);
+
+template <class... P, class... A>
+void launch(const char* name, void (*kernel)(P...), dim3 grid, dim3 block, hy4::rt::Stream stream, A&&... args) {
+  static_assert(sizeof...(P) == sizeof...(A), "kernel argument count");
+  // Arguments are converted to the kernel's parameter types and frozen by value now,
+  // as a GPU launch (and a captured graph node) freezes them.
+  auto frozen = std::tuple<std::decay_t<P>...>(static_cast<std::decay_t<P>>(std::forward<A>(args))...);
+  submit_launch(name, grid, block, stream, [kernel, frozen]() { std::apply(kernel, frozen); });
+}
+
+}  // namespace hy4::cpu
+
+#define threadIdx (::hy4::cpu::current_index().threadIdx)
+#define blockIdx (::hy4::cpu::current_index().blockIdx)
+#define blockDim (::hy4::cpu::current_index().blockDim)
+#define gridDim (::hy4::cpu::current_index().gridDim)
+#define __syncthreads() ::hy4::cpu::sync_block()

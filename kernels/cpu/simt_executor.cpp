@@ -1,0 +1,558 @@
+// simt_executor.cpp: the CPU SIMT executor behind simt.h.
+//
+// Scheduling: a launch's blocks are shuffled (seeded per launch) and taken by a pool
+// of OS threads; a block's threads are ucontext fibers on one OS thread, resumed in a
+// shuffled round-robin.  A fiber runs until it reaches __syncthreads, a warp
+// collective, or its end.  When no fiber of a block can run and not all are done,
+// the block is deadlocked: the fault names who waits where and who is missing.
+// ASan is told about every stack switch (__sanitizer_start/finish_switch_fiber).
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "simt.h"
+// The executor itself names the index fields; the kernel-side macros stay out.
+#undef threadIdx
+#undef blockIdx
+#undef blockDim
+#undef gridDim
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HY4_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define HY4_ASAN 1
+#endif
+#if defined(HY4_ASAN)
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+namespace hy4::cpu {
+namespace {
+
+std::atomic<int> g_warp_size{[] {
+  const char* e = std::getenv("HY4_CPU_WARP_SIZE");
+  int w = e ? std::atoi(e) : 64;
+  return (w == 32 || w == 64) ? w : 64;
+}()};
+
+std::atomic<uint64_t> g_launch_counter{0};
+uint64_t sched_base_seed() {
+  static const uint64_t s = [] {
+    const char* e = std::getenv("HY4_CPU_SCHED_SEED");
+    return e ? std::strtoull(e, nullptr, 0) : 0x5eedULL;
+  }();
+  return s;
+}
+
+std::size_t stack_bytes() {
+  static const std::size_t s = [] {
+    const char* e = std::getenv("HY4_CPU_STACK_KIB");
+    std::size_t kib = e ? std::strtoull(e, nullptr, 0) : 256;
+    return std::max<std::size_t>(kib, 64) * 1024;
+  }();
+  return s;
+}
+
+enum class FState { Runnable, AtBarrier, AtWarp, Done };
+enum class WarpOp { Shuffle, Ballot, All };
+
+const char* op_name(WarpOp op, ShuffleKind k) {
+  if (op == WarpOp::Ballot) return "ballot";
+  if (op == WarpOp::All) return "all";
+  switch (k) {
+    case ShuffleKind::Xor: return "shfl_xor";
+    case ShuffleKind::Down: return "shfl_down";
+    case ShuffleKind::Idx: return "shfl_idx";
+  }
+  return "?";
+}
+
+struct Stack {
+  void* base = nullptr;  // includes the guard page
+  std::size_t total = 0;
+  char* usable = nullptr;
+  std::size_t size = 0;
+  Stack() {
+    const std::size_t page = 4096;
+    size = stack_bytes();
+    total = size + page;
+    base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (base == MAP_FAILED) {
+      std::fprintf(stderr, "hy4 cpu executor: cannot map a fiber stack\n");
+      std::abort();
+    }
+    mprotect(base, page, PROT_NONE);  // overflow lands on the guard page
+    usable = static_cast<char*>(base) + page;
+  }
+  ~Stack() { munmap(base, total); }
+};
+
+struct LaunchState;
+struct Block;
+
+struct Fiber {
+  ucontext_t ctx;
+  Stack* stack = nullptr;
+  FState state = FState::Runnable;
+  ThreadIndex idx;
+  int linear = 0, warp = 0, lane = 0;
+  std::size_t shared_cursor = 0;
+  WarpOp op = WarpOp::Shuffle;
+  ShuffleKind kind = ShuffleKind::Xor;
+  int arg = 0;
+  uint64_t value = 0, result = 0;
+  void* fake_stack = nullptr;
+};
+
+struct SharedAlloc {
+  std::string name;
+  std::size_t count = 0, elem = 0;
+  std::vector<unsigned char> data, written;
+};
+
+struct LaunchState {
+  const char* name;
+  dim3 grid, block;
+  std::function<void()>* body;
+  int warp;
+  uint64_t seed;
+  std::mutex mu;
+  std::string first_fault;
+  std::atomic<bool> faulted{false};
+  void fault(const std::string& msg) {
+    std::lock_guard<std::mutex> lk(mu);
+    if (first_fault.empty()) first_fault = msg;
+    faulted = true;
+  }
+};
+
+struct Block {
+  LaunchState* launch = nullptr;
+  dim3 idx;
+  int nthreads = 0;
+  std::vector<Fiber>* fibers = nullptr;
+  std::vector<SharedAlloc> shared;
+  int barrier_arrivals = 0;
+  std::vector<int> warp_arrivals, warp_count;
+  bool abandoned = false;
+  std::mt19937_64 rng;
+};
+
+struct Worker {
+  ucontext_t sched_ctx;
+  const void* sched_bottom = nullptr;
+  std::size_t sched_size = 0;
+  std::vector<std::unique_ptr<Stack>> stacks;
+  std::vector<Fiber> fibers;
+  Fiber* current = nullptr;
+  Block* block = nullptr;
+};
+thread_local Worker tl_worker;
+
+std::string where(const Block& b) {
+  std::ostringstream os;
+  os << "kernel " << b.launch->name << ", block (" << b.idx.x << "," << b.idx.y << "," << b.idx.z << ")";
+  return os.str();
+}
+std::string where(const Block& b, const Fiber& f) {
+  std::ostringstream os;
+  os << where(b) << ", thread (" << f.idx.threadIdx.x << "," << f.idx.threadIdx.y << "," << f.idx.threadIdx.z << ")";
+  return os.str();
+}
+
+Worker& W() { return tl_worker; }
+Fiber& cur() {
+  Fiber* f = W().current;
+  if (!f) {
+    std::fprintf(stderr, "hy4 cpu executor: a device-side call outside a kernel\n");
+    std::abort();
+  }
+  return *f;
+}
+
+void yield_to_scheduler(Fiber& f, bool final) {
+  Worker& w = W();
+#if defined(HY4_ASAN)
+  __sanitizer_start_switch_fiber(final ? nullptr : &f.fake_stack, w.sched_bottom, w.sched_size);
+#else
+  (void)final;
+#endif
+  swapcontext(&f.ctx, &w.sched_ctx);
+#if defined(HY4_ASAN)
+  __sanitizer_finish_switch_fiber(f.fake_stack, &w.sched_bottom, &w.sched_size);
+#endif
+}
+
+void fiber_entry() {
+  Worker& w = W();
+#if defined(HY4_ASAN)
+  __sanitizer_finish_switch_fiber(nullptr, &w.sched_bottom, &w.sched_size);
+#endif
+  Fiber& f = *w.current;
+  (*w.block->launch->body)();
+  f.state = FState::Done;
+  yield_to_scheduler(f, true);
+  std::abort();  // a finished fiber is never resumed
+}
+
+void run_fiber(Fiber& f) {
+  Worker& w = W();
+  w.current = &f;
+#if defined(HY4_ASAN)
+  void* fake = nullptr;
+  __sanitizer_start_switch_fiber(&fake, f.stack->usable, f.stack->size);
+#endif
+  swapcontext(&w.sched_ctx, &f.ctx);
+#if defined(HY4_ASAN)
+  __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+#endif
+  w.current = nullptr;
+}
+
+void resolve_warp(Block& b, int warp) {
+  auto& fs = *b.fibers;
+  const int ws = b.launch->warp;
+  const int first = warp * ws;
+  const int count = b.warp_count[warp];
+  Fiber& f0 = fs[first];
+  for (int l = 1; l < count; ++l) {
+    Fiber& fl = fs[first + l];
+    if (fl.op != f0.op || (fl.op == WarpOp::Shuffle && fl.kind != f0.kind)) {
+      std::ostringstream os;
+      os << where(b) << ": lanes of warp " << warp << " stand at different warp collectives (lane 0 at "
+         << op_name(f0.op, f0.kind) << ", lane " << l << " at " << op_name(fl.op, fl.kind) << ")";
+      b.launch->fault(os.str());
+      b.abandoned = true;
+      return;
+    }
+  }
+  if (f0.op == WarpOp::Shuffle) {
+    for (int l = 0; l < count; ++l) {
+      Fiber& fl = fs[first + l];
+      int src = l;
+      bool own = false;
+      switch (fl.kind) {
+        case ShuffleKind::Xor:
+          src = l ^ fl.arg;
+          own = fl.arg < 0 || src >= ws;
+          break;
+        case ShuffleKind::Down:
+          src = l + fl.arg;
+          own = fl.arg < 0 || src >= ws;
+          break;
+        case ShuffleKind::Idx:
+          src = ((fl.arg % ws) + ws) % ws;
+          break;
+      }
+      if (own) {
+        fl.result = fl.value;
+      } else if (src >= count) {
+        std::ostringstream os;
+        os << where(b, fl) << ": " << op_name(fl.op, fl.kind) << " reads lane " << src << " of warp " << warp
+           << ", which has only " << count << " threads (the value is undefined on a GPU)";
+        b.launch->fault(os.str());
+        fl.result = fl.value;
+      } else {
+        fl.result = fs[first + src].value;
+      }
+    }
+  } else {
+    uint64_t bits = 0;
+    for (int l = 0; l < count; ++l)
+      if (fs[first + l].value) bits |= uint64_t{1} << l;
+    const uint64_t full = count == 64 ? ~uint64_t{0} : ((uint64_t{1} << count) - 1);
+    for (int l = 0; l < count; ++l) fs[first + l].result = f0.op == WarpOp::Ballot ? bits : uint64_t(bits == full);
+  }
+  for (int l = 0; l < count; ++l) fs[first + l].state = FState::Runnable;
+  b.warp_arrivals[warp] = 0;
+}
+
+uint64_t warp_collective(WarpOp op, ShuffleKind kind, int arg, uint64_t value) {
+  Fiber& f = cur();
+  Block& b = *W().block;
+  f.op = op;
+  f.kind = kind;
+  f.arg = arg;
+  f.value = value;
+  f.state = FState::AtWarp;
+  if (++b.warp_arrivals[f.warp] == b.warp_count[f.warp]) resolve_warp(b, f.warp);
+  yield_to_scheduler(f, false);
+  return f.result;
+}
+
+void diagnose_deadlock(Block& b) {
+  auto& fs = *b.fibers;
+  int done = 0, at_bar = 0, at_warp = 0;
+  const Fiber *first_done = nullptr, *first_bar = nullptr, *first_warp = nullptr;
+  for (int i = 0; i < b.nthreads; ++i) {
+    const Fiber& f = fs[i];
+    if (f.state == FState::Done) { ++done; if (!first_done) first_done = &f; }
+    if (f.state == FState::AtBarrier) { ++at_bar; if (!first_bar) first_bar = &f; }
+    if (f.state == FState::AtWarp) { ++at_warp; if (!first_warp) first_warp = &f; }
+  }
+  std::ostringstream os;
+  os << where(b) << ": deadlock: ";
+  if (at_bar) {
+    os << at_bar << " of " << b.nthreads << " threads wait at __syncthreads (first: thread " << first_bar->linear
+       << ")";
+    if (done) os << ", " << done << " exited without reaching it (first: thread " << first_done->linear << ")";
+    if (at_warp) os << ", " << at_warp << " wait at a warp collective (first: thread " << first_warp->linear << ")";
+  } else if (at_warp) {
+    const Fiber& f = *first_warp;
+    os << "warp " << f.warp << ": thread " << f.linear << " waits at " << op_name(f.op, f.kind) << " but only "
+       << b.warp_arrivals[f.warp] << " of " << b.warp_count[f.warp] << " lanes reached a collective";
+    if (done) os << " (" << done << " threads of the block exited, first: thread " << first_done->linear << ")";
+  }
+  b.launch->fault(os.str());
+}
+
+void run_block(LaunchState& L, uint64_t block_linear) {
+  Worker& w = W();
+  Block b;
+  b.launch = &L;
+  b.idx = dim3(unsigned(block_linear % L.grid.x), unsigned((block_linear / L.grid.x) % L.grid.y),
+               unsigned(block_linear / (uint64_t(L.grid.x) * L.grid.y)));
+  b.nthreads = int(L.block.x * L.block.y * L.block.z);
+  b.rng.seed(L.seed ^ (block_linear * 0x9E3779B97F4A7C15ULL));
+  const int ws = L.warp;
+  const int nwarps = (b.nthreads + ws - 1) / ws;
+  b.warp_arrivals.assign(nwarps, 0);
+  b.warp_count.assign(nwarps, ws);
+  b.warp_count[nwarps - 1] = b.nthreads - (nwarps - 1) * ws;
+  while (int(w.stacks.size()) < b.nthreads) w.stacks.push_back(std::make_unique<Stack>());
+  w.fibers.resize(b.nthreads);
+  b.fibers = &w.fibers;
+  w.block = &b;
+  for (int i = 0; i < b.nthreads; ++i) {
+    Fiber& f = w.fibers[i];
+    f = Fiber{};
+    f.stack = w.stacks[i].get();
+    f.linear = i;
+    f.warp = i / ws;
+    f.lane = i % ws;
+    f.idx.threadIdx = dim3(unsigned(i % L.block.x), unsigned((i / L.block.x) % L.block.y),
+                           unsigned(i / (L.block.x * L.block.y)));
+    f.idx.blockIdx = b.idx;
+    f.idx.blockDim = L.block;
+    f.idx.gridDim = L.grid;
+    getcontext(&f.ctx);
+    f.ctx.uc_stack.ss_sp = f.stack->usable;
+    f.ctx.uc_stack.ss_size = f.stack->size;
+    f.ctx.uc_link = nullptr;
+    makecontext(&f.ctx, fiber_entry, 0);
+  }
+  std::vector<int> order(b.nthreads);
+  for (int i = 0; i < b.nthreads; ++i) order[i] = i;
+  std::shuffle(order.begin(), order.end(), b.rng);
+
+  for (;;) {
+    bool ran = false;
+    for (int i : order) {
+      Fiber& f = w.fibers[i];
+      if (f.state != FState::Runnable) continue;
+      run_fiber(f);
+      ran = true;
+      if (b.abandoned) break;
+      if (f.state == FState::AtBarrier && b.barrier_arrivals == b.nthreads) {
+        for (int j = 0; j < b.nthreads; ++j) w.fibers[j].state = FState::Runnable;
+        b.barrier_arrivals = 0;
+      }
+    }
+    if (b.abandoned) break;
+    bool all_done = true;
+    for (int i = 0; i < b.nthreads; ++i) all_done = all_done && w.fibers[i].state == FState::Done;
+    if (all_done) break;
+    if (!ran) {
+      diagnose_deadlock(b);
+      break;
+    }
+  }
+  w.block = nullptr;
+}
+
+// A small persistent pool: blocks of one launch are spread over it.
+class Pool {
+ public:
+  Pool() {
+    const char* e = std::getenv("HY4_CPU_THREADS");
+    unsigned n = e ? unsigned(std::atoi(e)) : std::thread::hardware_concurrency();
+    n = std::max(1u, std::min(n, 64u));
+    for (unsigned i = 1; i < n; ++i) threads_.emplace_back([this] { loop(); });
+  }
+  ~Pool() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+  std::size_t size() const { return threads_.size() + 1; }
+  // Runs job on every pool thread and the caller; returns when all are done.
+  void run(const std::function<void()>& job) {
+    {
+      std::unique_lock<std::mutex> lk(mu_);
+      job_ = &job;
+      pending_ = threads_.size();
+      ++generation_;
+    }
+    cv_.notify_all();
+    job();
+    std::unique_lock<std::mutex> lk(mu_);
+    done_cv_.wait(lk, [this] { return pending_ == 0; });
+    job_ = nullptr;
+  }
+
+ private:
+  void loop() {
+    uint64_t seen = 0;
+    for (;;) {
+      const std::function<void()>* job;
+      {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_.wait(lk, [&] { return stop_ || generation_ != seen; });
+        if (stop_) return;
+        seen = generation_;
+        job = job_;
+      }
+      (*job)();
+      std::lock_guard<std::mutex> lk(mu_);
+      if (--pending_ == 0) done_cv_.notify_all();
+    }
+  }
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::condition_variable cv_, done_cv_;
+  const std::function<void()>* job_ = nullptr;
+  std::size_t pending_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
+Pool& pool() {
+  static Pool p;
+  return p;
+}
+std::mutex g_launch_mu;  // one launch at a time: the pool serves one job
+
+}  // namespace
+
+const ThreadIndex& current_index() { return cur().idx; }
+
+void set_warp_size(int w) {
+  if (w != 32 && w != 64) throw hy4::rt::RuntimeError("hy4::cpu::set_warp_size: warp size must be 32 or 64, got " + std::to_string(w));
+  g_warp_size = w;
+}
+int warp_size() {
+  Worker& w = W();
+  return w.block ? w.block->launch->warp : g_warp_size.load();
+}
+int lane_id() { return cur().lane; }
+
+void sync_block() {
+  Fiber& f = cur();
+  Block& b = *W().block;
+  f.state = FState::AtBarrier;
+  ++b.barrier_arrivals;
+  yield_to_scheduler(f, false);
+}
+
+uint64_t warp_shuffle_bits(uint64_t v, ShuffleKind kind, int arg) { return warp_collective(WarpOp::Shuffle, kind, arg, v); }
+uint64_t warp_ballot(bool p) { return warp_collective(WarpOp::Ballot, ShuffleKind::Xor, 0, p ? 1 : 0); }
+bool warp_all(bool p) { return warp_collective(WarpOp::All, ShuffleKind::Xor, 0, p ? 1 : 0) != 0; }
+
+SharedSlot shared_allocate(std::size_t count, std::size_t elem_size, const char* name) {
+  Fiber& f = cur();
+  Block& b = *W().block;
+  const std::size_t k = f.shared_cursor++;
+  if (k < b.shared.size()) {
+    SharedAlloc& a = b.shared[k];
+    if (a.count != count || a.elem != elem_size || a.name != name) {
+      b.launch->fault(where(b, f) + ": shared array #" + std::to_string(k) + " declared as '" + name + "' [" +
+                      std::to_string(count) + "] here but as '" + a.name + "' [" + std::to_string(a.count) +
+                      "] by another thread");
+    }
+    return SharedSlot{a.data.data(), a.written.data()};
+  }
+  SharedAlloc a;
+  a.name = name;
+  a.count = count;
+  a.elem = elem_size;
+  a.data.resize(std::max<std::size_t>(count * elem_size, 1));
+  for (auto& byte : a.data) byte = static_cast<unsigned char>(b.rng());  // garbage, new at every block
+  a.written.assign(std::max<std::size_t>(count, 1), 0);
+  b.shared.push_back(std::move(a));
+  return SharedSlot{b.shared.back().data.data(), b.shared.back().written.data()};
+}
+
+void report_shared_uninit(const char* name, std::size_t index) {
+  Fiber& f = cur();
+  Block& b = *W().block;
+  b.launch->fault(where(b, f) + ": reads " + name + "[" + std::to_string(index) +
+                  "] of shared memory, which no thread of the block has written");
+}
+void report_shared_oob(const char* name, std::size_t index, std::size_t count) {
+  Fiber& f = cur();
+  Block& b = *W().block;
+  b.launch->fault(where(b, f) + ": index " + std::to_string(index) + " is past the end of shared array " + name +
+                  "[" + std::to_string(count) + "]");
+}
+unsigned char* shared_scratch(std::size_t bytes) {
+  thread_local unsigned char scratch[64];
+  (void)bytes;
+  return scratch;
+}
+
+// Runs one launch now (called by the CPU runtime on eager launches and on replay).
+void execute_launch(const char* name, dim3 grid, dim3 block, std::function<void()>& body) {
+  const uint64_t threads = uint64_t(block.x) * block.y * block.z;
+  if (block.x == 0 || block.y == 0 || block.z == 0 || threads > 1024 || block.z > 64 || grid.x == 0 ||
+      grid.y == 0 || grid.z == 0 || grid.y > 65535 || grid.z > 65535 || grid.x > 0x7fffffffu) {
+    std::ostringstream os;
+    os << "launch of " << name << ": invalid configuration grid (" << grid.x << "," << grid.y << "," << grid.z
+       << ") block (" << block.x << "," << block.y << "," << block.z << ")";
+    throw hy4::rt::RuntimeError(os.str());
+  }
+  std::lock_guard<std::mutex> guard(g_launch_mu);
+  LaunchState L;
+  L.name = name;
+  L.grid = grid;
+  L.block = block;
+  L.body = &body;
+  L.warp = g_warp_size.load();
+  L.seed = sched_base_seed() ^ (g_launch_counter.fetch_add(1) * 0xD1B54A32D192ED03ULL);
+  const uint64_t nblocks = uint64_t(grid.x) * grid.y * grid.z;
+  std::vector<uint64_t> perm(nblocks);
+  for (uint64_t i = 0; i < nblocks; ++i) perm[i] = i;
+  std::mt19937_64 rng(L.seed);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  std::atomic<uint64_t> next{0};
+  std::function<void()> job = [&] {
+    for (;;) {
+      uint64_t i = next.fetch_add(1);
+      if (i >= nblocks || L.faulted) return;
+      run_block(L, perm[i]);
+    }
+  };
+  if (nblocks == 1 || pool().size() == 1)
+    job();
+  else
+    pool().run(job);
+  if (L.faulted) throw KernelFault(L.first_fault);
+}
+
+}  // namespace hy4::cpu

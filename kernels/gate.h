@@ -1,0 +1,45 @@
+// gate: fused BF16 MLA output gate (SPEC section 1).
+//   out[t, i] = bf16( float(attn[t, i]) * float( bf16(sigmoid_f32(float(gate[t, i]))) ) )
+// The sigmoid is rounded to bf16 before the product, as eager PyTorch's
+// `attn_out * torch.sigmoid(gate_score)` does.  out may be attn itself (in place).
+// Every row 0..T-1 is written (graph-padded rows too: the op is elementwise, so a
+// stale row only produces its own stale result); nothing between rows is touched.
+#pragma once
+
+#include "op_common.h"
+#include "platform/runtime.h"
+
+namespace hy4 {
+
+struct GateArgs {
+  MatrixView attn;  // [T, W] bf16
+  MatrixView gate;  // [T, W] bf16
+  MatrixView out;   // [T, W] bf16
+};
+
+class GatePlan {
+ public:
+  static constexpr int64_t kMaxRows = int64_t{1} << 24;
+  static constexpr int64_t kMaxWidth = int64_t{1} << 24;
+  static constexpr int64_t kMaxStride = int64_t{1} << 30;
+  static constexpr int kVector = 8;  // bf16 per 16-byte vector access
+
+  // Validates everything; throws ArgumentError naming the argument and the limit.
+  explicit GatePlan(const GateArgs& args);
+
+  // Enqueues the kernel on the stream (nothing when T == 0).  Graph-capturable.
+  void launch(hy4::rt::Stream stream) const;
+
+  const GateArgs& args() const { return args_; }
+  bool vector_path() const { return vector_; }
+  int block_threads() const { return block_; }
+  int64_t grid_blocks() const { return grid_; }
+
+ private:
+  GateArgs args_;
+  bool vector_ = false;  // rows start 16-byte aligned: 8-wide loads for the prefix, scalar tail
+  int block_ = 64;
+  int64_t grid_ = 0;
+};
+
+}  // namespace hy4

@@ -1,0 +1,43 @@
+// op_common.h: what every op's plan shares: dtypes, strided 2-D views of device
+// buffers, and the argument checks whose messages name the argument and the limit.
+// Plans validate at construction; a plan that exists is safe to launch.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace hy4 {
+
+enum class DType { BF16, F32, I32 };
+const char* dtype_name(DType d);
+int dtype_size(DType d);
+
+// A bad argument: the plan refuses it, nothing is launched and no buffer touched.
+struct ArgumentError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+// rows x cols elements, row r starts at data + r * row_stride elements, the elements
+// of a row are contiguous.
+struct MatrixView {
+  void* data = nullptr;
+  DType dtype = DType::BF16;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t row_stride = 0;
+};
+
+namespace check {
+// Each throws ArgumentError("<op>: argument '<name>' ...") when the rule is broken.
+void dtype_is(const char* op, const char* name, const MatrixView& v, DType want);
+void shape(const char* op, const char* name, const MatrixView& v, int64_t rows, int64_t cols_min, int64_t cols_max);
+void stride(const char* op, const char* name, const MatrixView& v, int64_t max_stride);
+void pointer(const char* op, const char* name, const MatrixView& v, int64_t align_bytes);
+// out may be exactly the same view as in (in place) but must not overlap it otherwise.
+void no_partial_overlap(const char* op, const char* out_name, const MatrixView& out, const char* in_name,
+                        const MatrixView& in);
+[[noreturn]] void fail(const char* op, const std::string& what);
+}  // namespace check
+
+}  // namespace hy4

@@ -1,0 +1,101 @@
+// hy4_platform.h: the one thin header that hides the platform from the kernels.
+//
+// A kernel source (kernels/<op>.hip) includes only this header and reads like plain
+// HIP.  Exactly one backend macro is set by the build:
+//   HY4_BACKEND_HIP   clang -x hip / hipcc, AMD gfx942 / gfx950 (wave64)
+//   HY4_BACKEND_CUDA  nvcc, sm_90 (warp32)
+//   HY4_BACKEND_CPU   the project's CPU SIMT executor (kernels/cpu), warp 32 or 64 at run time
+//
+// What differs between the platforms is collected here and nowhere else:
+//   HY4_HD / HY4_DEVICE         host+device and device-only function markers
+//   HY4_SHARED(T, name, N)      a block-shared array (CPU: checked, poisoned)
+//   hy4::dev::sync_block()      __syncthreads
+//   hy4::dev::shfl_xor/down/idx, ballot, any, all, lane_id, warp_size
+//   HY4_LAUNCH(kernel, grid, block, stream, args...)
+//   hy4::dev::float_as_bits / bits_as_float
+// Warp collectives are full-warp only (every lane of the warp takes part); the CPU
+// executor reports any collective that not every lane reaches.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime.h"
+
+#if defined(HY4_BACKEND_CPU)
+#include "../cpu/simt.h"
+#define HY4_HD
+#define HY4_DEVICE
+#elif defined(HY4_BACKEND_HIP)
+#include <hip/hip_runtime.h>
+#define HY4_HD __host__ __device__
+#define HY4_DEVICE __device__
+#elif defined(HY4_BACKEND_CUDA)
+#include <cuda_runtime.h>
+#define HY4_HD __host__ __device__
+#define HY4_DEVICE __device__
+#else
+#error "hy4_platform.h: define one of HY4_BACKEND_CPU, HY4_BACKEND_HIP, HY4_BACKEND_CUDA"
+#endif
+
+#if defined(HY4_BACKEND_CPU)
+#define HY4_SHARED(T, name, N) ::hy4::cpu::SharedArray<T> name = ::hy4::cpu::shared_array<T>((N), #name)
+#else
+#define HY4_SHARED(T, name, N) __shared__ T name[(N)]
+#endif
+
+namespace hy4::dev {
+
+#if defined(HY4_BACKEND_CPU)
+inline void sync_block() { ::hy4::cpu::sync_block(); }
+inline int warp_size() { return ::hy4::cpu::warp_size(); }
+inline int lane_id() { return ::hy4::cpu::lane_id(); }
+template <class T> inline T shfl_xor(T v, int mask) { return ::hy4::cpu::warp_shuffle(v, ::hy4::cpu::ShuffleKind::Xor, mask); }
+template <class T> inline T shfl_down(T v, int delta) { return ::hy4::cpu::warp_shuffle(v, ::hy4::cpu::ShuffleKind::Down, delta); }
+template <class T> inline T shfl_idx(T v, int src) { return ::hy4::cpu::warp_shuffle(v, ::hy4::cpu::ShuffleKind::Idx, src); }
+inline uint64_t ballot(bool p) { return ::hy4::cpu::warp_ballot(p); }
+inline bool any(bool p) { return ::hy4::cpu::warp_ballot(p) != 0; }
+inline bool all(bool p) { return ::hy4::cpu::warp_all(p); }
+#elif defined(HY4_BACKEND_HIP)
+__device__ __forceinline__ void sync_block() { __syncthreads(); }
+__device__ __forceinline__ int warp_size() { return warpSize; }
+__device__ __forceinline__ int lane_id() { return static_cast<int>(threadIdx.x) & (warpSize - 1); }
+template <class T> __device__ __forceinline__ T shfl_xor(T v, int mask) { return __shfl_xor(v, mask); }
+template <class T> __device__ __forceinline__ T shfl_down(T v, int delta) { return __shfl_down(v, delta); }
+template <class T> __device__ __forceinline__ T shfl_idx(T v, int src) { return __shfl(v, src); }
+__device__ __forceinline__ uint64_t ballot(bool p) { return static_cast<uint64_t>(__ballot(p)); }
+__device__ __forceinline__ bool any(bool p) { return __any(p); }
+__device__ __forceinline__ bool all(bool p) { return __all(p); }
+#else  // CUDA
+constexpr unsigned kFullMask = 0xffffffffu;
+__device__ __forceinline__ void sync_block() { __syncthreads(); }
+__device__ __forceinline__ int warp_size() { return warpSize; }
+__device__ __forceinline__ int lane_id() { return static_cast<int>(threadIdx.x) & (warpSize - 1); }
+template <class T> __device__ __forceinline__ T shfl_xor(T v, int mask) { return __shfl_xor_sync(kFullMask, v, mask); }
+template <class T> __device__ __forceinline__ T shfl_down(T v, int delta) { return __shfl_down_sync(kFullMask, v, delta); }
+template <class T> __device__ __forceinline__ T shfl_idx(T v, int src) { return __shfl_sync(kFullMask, v, src); }
+__device__ __forceinline__ uint64_t ballot(bool p) { return static_cast<uint64_t>(__ballot_sync(kFullMask, p)); }
+__device__ __forceinline__ bool any(bool p) { return __any_sync(kFullMask, p) != 0; }
+__device__ __forceinline__ bool all(bool p) { return __all_sync(kFullMask, p) != 0; }
+#endif
+
+}  // namespace hy4::dev
+
+// Launch a kernel on an hy4::rt::Stream.  Errors of the launch itself are thrown as
+// hy4::rt::RuntimeError by check_launch().
+#if defined(HY4_BACKEND_CPU)
+#define HY4_LAUNCH(kernel, grid, block, stream, ...) \
+  ::hy4::cpu::launch(#kernel, kernel, (grid), (block), (stream), __VA_ARGS__)
+#elif defined(HY4_BACKEND_HIP)
+#define HY4_LAUNCH(kernel, grid, block, stream, ...)                                          \
+  do {                                                                                        \
+    hipLaunchKernelGGL(kernel, (grid), (block), 0, static_cast<hipStream_t>((stream).handle), \
+                       __VA_ARGS__);                                                          \
+    ::hy4::rt::check_launch(#kernel);                                                         \
+  } while (0)
+#else
+#define HY4_LAUNCH(kernel, grid, block, stream, ...)                                       \
+  do {                                                                                     \
+    kernel<<<(grid), (block), 0, static_cast<cudaStream_t>((stream).handle)>>>(__VA_ARGS__); \
+    ::hy4::rt::check_launch(#kernel);                                                      \
+  } while (0)
+#endif

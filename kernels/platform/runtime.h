@@ -1,0 +1,63 @@
+// runtime.h: the host side of the platform layer, the same API on every backend.
+// Device memory, streams, copies, stream capture -> graph -> instantiate -> replay.
+// Implemented by runtime_gpu.cpp (HIP and CUDA) and kernels/cpu/runtime_cpu.cpp.
+// Every failure throws hy4::rt::RuntimeError naming the call.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace hy4::rt {
+
+struct RuntimeError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// Thrown by runtime calls when no device of the build's backend exists.
+struct NoDeviceError : RuntimeError {
+  using RuntimeError::RuntimeError;
+};
+
+enum class Backend { Cpu, Cuda, Hip };
+
+Backend backend();
+const char* backend_name();  // "cpu", "cuda", "hip"
+// Number of devices the backend can run on: 1 for the CPU executor, the GPU count
+// otherwise (0 when the driver reports none; never throws).
+int device_count();
+// Why device_count() is 0 (driver message), or "" when devices exist.
+std::string no_device_reason();
+void set_device(int index);
+// Device description, e.g. "NVIDIA H200 (sm_90)", "cpu-simt warp64".
+std::string device_name();
+// Threads per warp/wavefront the kernels run with on the current device.
+int warp_size();
+
+struct Stream {
+  void* handle = nullptr;
+};
+Stream create_stream();
+void destroy_stream(Stream s);
+void synchronize(Stream s);
+
+void* malloc_device(std::size_t bytes);
+void free_device(void* p);
+void copy_to_device(void* dst, const void* src, std::size_t bytes, Stream s);
+void copy_to_host(void* dst, const void* src, std::size_t bytes, Stream s);
+void copy_on_device(void* dst, const void* src, std::size_t bytes, Stream s);
+void fill_bytes(void* dst, int byte, std::size_t bytes, Stream s);
+
+struct GraphExec {
+  void* handle = nullptr;
+};
+void begin_capture(Stream s);
+// Ends the capture and instantiates the graph.
+GraphExec end_capture(Stream s);
+void replay(GraphExec g, Stream s);
+void destroy_graph(GraphExec g);
+
+// Called by HY4_LAUNCH after a GPU launch: throws if the launch was refused.
+void check_launch(const char* kernel_name);
+
+}  // namespace hy4::rt

@@ -1,0 +1,157 @@
+// runtime_gpu.cpp: hy4::rt on HIP (AMD) and CUDA (NVIDIA).  The few runtime names the
+// project uses are mapped here, as vLLM's cuda_compat.h does for kernels; Debian's
+// HIP 5.2 NVIDIA headers do not build with CUDA 13, so CUDA is called directly.
+#include "runtime.h"
+
+#include <cstdio>
+#include <string>
+
+#if defined(HY4_BACKEND_HIP)
+#include <hip/hip_runtime_api.h>
+#define GPU(name) hip##name
+using gpuStream_t = hipStream_t;
+using gpuGraph_t = hipGraph_t;
+using gpuGraphExec_t = hipGraphExec_t;
+using gpuError_t = hipError_t;
+static constexpr gpuError_t kSuccess = hipSuccess;
+#define GPU_CAPTURE_MODE hipStreamCaptureModeThreadLocal
+#define GPU_H2D hipMemcpyHostToDevice
+#define GPU_D2H hipMemcpyDeviceToHost
+#define GPU_D2D hipMemcpyDeviceToDevice
+#elif defined(HY4_BACKEND_CUDA)
+#include <cuda_runtime.h>
+#define GPU(name) cuda##name
+using gpuStream_t = cudaStream_t;
+using gpuGraph_t = cudaGraph_t;
+using gpuGraphExec_t = cudaGraphExec_t;
+using gpuError_t = cudaError_t;
+static constexpr gpuError_t kSuccess = cudaSuccess;
+#define GPU_CAPTURE_MODE cudaStreamCaptureModeThreadLocal
+#define GPU_H2D cudaMemcpyHostToDevice
+#define GPU_D2H cudaMemcpyDeviceToHost
+#define GPU_D2D cudaMemcpyDeviceToDevice
+#else
+#error "runtime_gpu.cpp is built only for HY4_BACKEND_HIP or HY4_BACKEND_CUDA"
+#endif
+
+namespace hy4::rt {
+namespace {
+
+void check(gpuError_t e, const char* what) {
+  if (e == kSuccess) return;
+  std::string msg = std::string(what) + " failed: " + GPU(GetErrorName)(e) + " (" + GPU(GetErrorString)(e) + ")";
+#if defined(HY4_BACKEND_HIP)
+  if (e == hipErrorNoDevice) throw NoDeviceError(msg);
+#else
+  if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) throw NoDeviceError(msg);
+#endif
+  throw RuntimeError(msg);
+}
+
+gpuStream_t S(Stream s) { return static_cast<gpuStream_t>(s.handle); }
+
+}  // namespace
+
+#if defined(HY4_BACKEND_HIP)
+Backend backend() { return Backend::Hip; }
+const char* backend_name() { return "hip"; }
+#else
+Backend backend() { return Backend::Cuda; }
+const char* backend_name() { return "cuda"; }
+#endif
+
+int device_count() {
+  int n = 0;
+  if (GPU(GetDeviceCount)(&n) != kSuccess) {
+    (void)GPU(GetLastError)();
+    return 0;
+  }
+  return n;
+}
+
+std::string no_device_reason() {
+  int n = 0;
+  gpuError_t e = GPU(GetDeviceCount)(&n);
+  if (e != kSuccess) {
+    (void)GPU(GetLastError)();
+    return std::string(backend_name()) + " runtime reports " + GPU(GetErrorName)(e) + ": " + GPU(GetErrorString)(e);
+  }
+  return n == 0 ? std::string(backend_name()) + " runtime reports 0 devices" : std::string();
+}
+
+void set_device(int index) { check(GPU(SetDevice)(index), "SetDevice"); }
+
+std::string device_name() {
+  int dev = 0;
+  check(GPU(GetDevice)(&dev), "GetDevice");
+  GPU(DeviceProp) p{};
+  check(GPU(GetDeviceProperties)(&p, dev), "GetDeviceProperties");
+#if defined(HY4_BACKEND_HIP)
+  return std::string(p.name) + " (" + p.gcnArchName + ", wave" + std::to_string(p.warpSize) + ")";
+#else
+  return std::string(p.name) + " (sm_" + std::to_string(p.major) + std::to_string(p.minor) + ", warp" +
+         std::to_string(p.warpSize) + ")";
+#endif
+}
+
+int warp_size() {
+  int dev = 0;
+  check(GPU(GetDevice)(&dev), "GetDevice");
+  GPU(DeviceProp) p{};
+  check(GPU(GetDeviceProperties)(&p, dev), "GetDeviceProperties");
+  return p.warpSize;
+}
+
+Stream create_stream() {
+  gpuStream_t s{};
+  check(GPU(StreamCreateWithFlags)(&s, GPU(StreamNonBlocking)), "StreamCreate");
+  return Stream{s};
+}
+void destroy_stream(Stream s) { check(GPU(StreamDestroy)(S(s)), "StreamDestroy"); }
+void synchronize(Stream s) { check(GPU(StreamSynchronize)(S(s)), "StreamSynchronize"); }
+
+void* malloc_device(std::size_t bytes) {
+  void* p = nullptr;
+  check(GPU(Malloc)(&p, bytes == 0 ? 1 : bytes), "Malloc");
+  return p;
+}
+void free_device(void* p) {
+  if (p) check(GPU(Free)(p), "Free");
+}
+void copy_to_device(void* dst, const void* src, std::size_t bytes, Stream s) {
+  if (bytes) check(GPU(MemcpyAsync)(dst, src, bytes, GPU_H2D, S(s)), "MemcpyAsync(H2D)");
+}
+void copy_to_host(void* dst, const void* src, std::size_t bytes, Stream s) {
+  if (bytes) check(GPU(MemcpyAsync)(dst, src, bytes, GPU_D2H, S(s)), "MemcpyAsync(D2H)");
+}
+void copy_on_device(void* dst, const void* src, std::size_t bytes, Stream s) {
+  if (bytes) check(GPU(MemcpyAsync)(dst, src, bytes, GPU_D2D, S(s)), "MemcpyAsync(D2D)");
+}
+void fill_bytes(void* dst, int byte, std::size_t bytes, Stream s) {
+  if (bytes) check(GPU(MemsetAsync)(dst, byte, bytes, S(s)), "MemsetAsync");
+}
+
+void begin_capture(Stream s) { check(GPU(StreamBeginCapture)(S(s), GPU_CAPTURE_MODE), "StreamBeginCapture"); }
+GraphExec end_capture(Stream s) {
+  gpuGraph_t g{};
+  check(GPU(StreamEndCapture)(S(s), &g), "StreamEndCapture");
+  gpuGraphExec_t e{};
+#if defined(HY4_BACKEND_HIP)
+  check(hipGraphInstantiate(&e, g, nullptr, nullptr, 0), "GraphInstantiate");
+#else
+  check(cudaGraphInstantiate(&e, g, 0), "GraphInstantiate");
+#endif
+  check(GPU(GraphDestroy)(g), "GraphDestroy");
+  return GraphExec{e};
+}
+void replay(GraphExec g, Stream s) { check(GPU(GraphLaunch)(static_cast<gpuGraphExec_t>(g.handle), S(s)), "GraphLaunch"); }
+void destroy_graph(GraphExec g) {
+  if (g.handle) check(GPU(GraphExecDestroy)(static_cast<gpuGraphExec_t>(g.handle)), "GraphExecDestroy");
+}
+
+void check_launch(const char* kernel_name) {
+  gpuError_t e = GPU(GetLastError)();
+  if (e != kSuccess) check(e, (std::string("launch of ") + kernel_name).c_str());
+}
+
+}  // namespace hy4::rt

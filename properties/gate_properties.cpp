@@ -1,0 +1,266 @@
+// gate_properties.cpp: the gate op (SPEC section 1) through the suite.
+//   exact small cases, rapidcheck properties (bitwise vs the bit model, bound vs
+//   float64), every width, strides and offsets, in place, T = 0, graph replay,
+//   wave32 == wave64, and every bad-argument class.
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+
+#include <cmath>
+#include <string>
+
+#include "device_buffer.h"
+#include "gate.h"
+#include "gate_harness.h"
+#include "numerics.h"
+#include "platform/hy4_numeric.h"
+#include "support/suite.h"
+
+using namespace hy4;
+using namespace hy4::harness;
+
+namespace {
+
+// Runs a case, checks it, and on failure writes the case file the reproducer replays.
+::testing::AssertionResult gate_case_passes(const GateCase& c, const std::string& stem) {
+  ScopedStream s;
+  const Verdict v = check_gate(c, run_gate_eager(c, s));
+  if (v.ok()) return ::testing::AssertionSuccess();
+  GateCase keep = c;
+  keep.origin = stem;
+  return ::testing::AssertionFailure() << "seed " << c.seed << " T=" << c.shape.T << " W=" << c.shape.W << ": "
+                                       << v.summary() << "\n"
+                                       << test::save_case_for_replay(gate_to_file(keep), stem);
+}
+
+rc::Gen<GateShape> gen_gate_shape(int64_t max_T) {
+  using namespace rc;
+  return gen::apply(
+      [](int64_t T, int64_t W, std::tuple<int64_t, int64_t, int64_t> pads, std::tuple<int64_t, int64_t, int64_t> offs,
+         bool in_place, bool many_specials) {
+        GateShape s;
+        s.T = T;
+        s.W = W;
+        std::tie(s.attn_pad, s.gate_pad, s.out_pad) = pads;
+        std::tie(s.attn_offset, s.gate_offset, s.out_offset) = offs;
+        s.in_place = in_place;
+        s.special_rate = many_specials ? 0.5 : 0.05;
+        return s;
+      },
+      gen::inRange<int64_t>(0, max_T + 1),
+      gen::weightedOneOf<int64_t>({{3, gen::inRange<int64_t>(1, 70)},
+                                   {2, gen::element<int64_t>(2048, 2047, 2049, 2040, 2056, 4104)},
+                                   {1, gen::inRange<int64_t>(1, 3000)}}),
+      gen::tuple(gen::inRange<int64_t>(0, 17), gen::inRange<int64_t>(0, 17), gen::inRange<int64_t>(0, 17)),
+      gen::tuple(gen::inRange<int64_t>(0, 9), gen::inRange<int64_t>(0, 9), gen::inRange<int64_t>(0, 9)),
+      gen::arbitrary<bool>(), gen::arbitrary<bool>());
+}
+
+}  // namespace
+
+// ---- small exact cases (expected values worked out by hand / in float64) ----------
+TEST(GateExact, SpecValuesOfTheGate) {
+  HY4_REQUIRE_DEVICE();
+  // attn = 2.0 everywhere; gate = -inf, -20, -0, +0, 20, +inf, NaN, 3.
+  //   sigmoid(-inf) = 0 -> +0;  sigmoid(-20) = 2.0611536e-9 -> bf16 0x310e -> x2 = 0x318e
+  //   sigmoid(+-0) = 0.5 -> 1.0;  sigmoid(20) -> bf16 1.0 -> 2.0;  sigmoid(inf) = 1 -> 2.0
+  //   NaN -> canonical NaN;  sigmoid(3) = 0.952574 -> bf16 0x3f74 (0.953125) -> x2 = 0x3ff4
+  GateShape shape;
+  shape.T = 1;
+  shape.W = 8;
+  GateCase c = make_gate_case(1, shape);
+  const float gates[8] = {-INFINITY, -20.0f, -0.0f, 0.0f, 20.0f, INFINITY, NAN, 3.0f};
+  for (int i = 0; i < 8; ++i) {
+    c.attn[i] = 0x4000;  // 2.0
+    c.gate[i] = bf16_from_f32(gates[i]);
+  }
+  const uint16_t want[8] = {0x0000, 0x318e, 0x3f80, 0x3f80, 0x4000, 0x4000, 0x7FC0, 0x3ff4};
+  ScopedStream s;
+  const auto got = run_gate_eager(c, s);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(got[i], want[i]) << "gate " << gates[i] << " at i=" << i;
+}
+
+TEST(GateExact, InfTimesZeroIsNaNAndNaNNeverBecomesInf) {
+  HY4_REQUIRE_DEVICE();
+  GateShape shape;
+  shape.T = 1;
+  shape.W = 4;
+  GateCase c = make_gate_case(2, shape);
+  c.attn = {0x7F80, 0xFF80, 0x7FC0, 0xFFC1};  // +inf, -inf, NaN, -NaN with payload
+  c.gate = {0xFF80, 0x7F80, 0x7F80, 0x3F80};  // -inf, +inf, +inf, 1
+  ScopedStream s;
+  const auto got = run_gate_eager(c, s);
+  EXPECT_EQ(got[0], 0x7FC0);  // inf * sigmoid(-inf) = inf * 0 = NaN
+  EXPECT_EQ(got[1], 0xFF80);  // -inf * 1
+  EXPECT_EQ(got[2], 0x7FC0);
+  EXPECT_EQ(got[3], 0x7FC0);  // any NaN comes out canonical
+}
+
+// ---- properties ----------------------------------------------------------------------
+TEST(GateProperties, MatchesBitModelAndFloat64) {
+  HY4_REQUIRE_DEVICE();
+  EXPECT_TRUE(rc::check("gate == bit model bitwise, within bound of float64", [] {
+    const auto shape = *gen_gate_shape(24);
+    const auto seed = *rc::gen::arbitrary<uint64_t>();
+    const GateCase c = make_gate_case(seed, shape);
+    RC_TAG(c.shape.W % 8 == 0 ? "W%8==0" : "ragged W");
+    const auto r = gate_case_passes(c, "gate.MatchesBitModelAndFloat64");
+    if (!r) RC_FAIL(r.message());
+  }));
+}
+
+TEST(GateProperties, ProductionShapeT64W2048) {
+  HY4_REQUIRE_DEVICE();
+  // HY V4 TP8: 8 heads x v_head_dim 256 = 2048 wide; the decode batch up to 64 rows.
+  for (uint64_t seed : test::seed_list()) {
+    GateShape shape;
+    shape.T = 64;
+    shape.W = 2048;
+    EXPECT_TRUE(gate_case_passes(make_gate_case(seed, shape), "gate.ProductionShape." + std::to_string(seed)));
+  }
+}
+
+TEST(GateProperties, EveryWidthFrom1To300AndAround2048) {
+  HY4_REQUIRE_DEVICE();
+  std::vector<int64_t> widths;
+  for (int64_t w = 1; w <= 300; ++w) widths.push_back(w);
+  for (int64_t w = 2030; w <= 2066; ++w) widths.push_back(w);
+  for (int64_t w : widths) {
+    GateShape shape;
+    shape.T = 3;
+    shape.W = w;
+    shape.out_pad = w % 3;
+    EXPECT_TRUE(gate_case_passes(make_gate_case(1000 + w, shape), "gate.EveryWidth.W" + std::to_string(w)));
+  }
+}
+
+TEST(GateProperties, ZeroRowsLaunchesNothingAndWritesNothing) {
+  HY4_REQUIRE_DEVICE();
+  GateShape shape;
+  shape.T = 0;
+  shape.W = 2048;
+  EXPECT_TRUE(gate_case_passes(make_gate_case(7, shape), "gate.ZeroRows"));
+}
+
+TEST(GateProperties, InPlaceEqualsOutOfPlace) {
+  HY4_REQUIRE_DEVICE();
+  for (uint64_t seed : test::seed_list()) {
+    GateShape shape;
+    shape.T = 5;
+    shape.W = 2048 + static_cast<int64_t>(seed % 9);
+    shape.in_place = true;
+    EXPECT_TRUE(gate_case_passes(make_gate_case(seed, shape), "gate.InPlace." + std::to_string(seed)));
+  }
+}
+
+// ---- graph replay ----------------------------------------------------------------------
+// Capture once at the largest shape; replay with new data written into the same
+// buffers, graph-padded rows holding stale data and NaN, outputs poisoned before each
+// replay; each replay == the bit model of what the buffers held, and == an eager launch.
+TEST(GateGraph, ReplayWithNewDataEqualsEagerAndBitModel) {
+  HY4_REQUIRE_DEVICE();
+  for (bool in_place : {false, true}) {
+    GateShape shape;
+    shape.T = 16;
+    shape.W = 2048;
+    shape.out_pad = in_place ? 0 : 8;
+    shape.in_place = in_place;
+    const GateCase capture = make_gate_case(0xca97, shape);
+    std::vector<GateCase> data;
+    std::vector<int64_t> real_rows;
+    for (int k = 0; k < 12; ++k) {
+      data.push_back(make_gate_case(0xda7a + k, shape));
+      real_rows.push_back((k * 5) % 17);  // 0..16 real rows, the rest graph padding
+    }
+    ScopedStream s;
+    std::vector<GateCase> as_run;
+    const auto outs = run_gate_replays(capture, data, real_rows, s, &as_run);
+    ASSERT_EQ(outs.size(), data.size());
+    for (std::size_t k = 0; k < outs.size(); ++k) {
+      const Verdict v = check_gate(as_run[k], outs[k]);
+      EXPECT_TRUE(v.ok()) << "replay " << k << " (in_place " << in_place << "): " << v.summary() << "\n"
+                          << test::save_case_for_replay(gate_to_file(as_run[k]), "gate.GraphReplay." + std::to_string(k));
+      const auto eager = run_gate_eager(as_run[k], s);
+      EXPECT_EQ(eager, outs[k]) << "replay " << k << " differs from an eager launch on the same data";
+    }
+  }
+}
+
+// ---- wave32 == wave64 --------------------------------------------------------------------
+TEST(GateWarp, Wave32AndWave64GiveTheSameBits) {
+  HY4_REQUIRE_DEVICE();
+  const auto sizes = test::runnable_warp_sizes();
+  if (sizes.size() < 2)
+    GTEST_SKIP() << "this backend runs one warp size (" << hy4::rt::warp_size()
+                 << "); wave32 == wave64 is proven on the CPU backend, and this device is held to the same bit model";
+  for (uint64_t seed : test::seed_list()) {
+    const GateCase c = random_gate_case(seed, 12, 2100);
+    ScopedStream s;
+    test::use_warp_size(32);
+    const auto w32 = run_gate_eager(c, s);
+    test::use_warp_size(64);
+    const auto w64 = run_gate_eager(c, s);
+    EXPECT_EQ(w32, w64) << "seed " << seed;
+  }
+}
+
+// ---- bad arguments: refused at plan construction, message names the argument -----------
+namespace {
+struct GateArgFixture {
+  DeviceBuffer<uint16_t> a{64 * 40}, g{64 * 40}, o{64 * 40};
+  GateArgs good() {
+    GateArgs x;
+    x.attn = MatrixView{a.get(), DType::BF16, 4, 32, 40};
+    x.gate = MatrixView{g.get(), DType::BF16, 4, 32, 32};
+    x.out = MatrixView{o.get(), DType::BF16, 4, 32, 36};
+    return x;
+  }
+};
+
+void expect_refused(const GateArgs& args, const std::string& must_mention) {
+  try {
+    GatePlan plan(args);
+    ADD_FAILURE() << "plan accepted arguments that should be refused (" << must_mention << ")";
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find(must_mention), std::string::npos)
+        << "message '" << e.what() << "' does not mention '" << must_mention << "'";
+  }
+}
+}  // namespace
+
+TEST(GateArguments, EveryBadArgumentClassIsRefusedWithItsName) {
+  HY4_REQUIRE_DEVICE();
+  GateArgFixture f;
+  ScopedStream s;
+  std::vector<uint16_t> poison(f.o.size(), 0xBEEF);
+  f.o.upload(poison, s);
+  {
+    GateArgs x = f.good();
+    EXPECT_NO_THROW(GatePlan{x});
+  }
+  { GateArgs x = f.good(); x.gate.data = nullptr; expect_refused(x, "'gate' is a null pointer"); }
+  { GateArgs x = f.good(); x.out.data = nullptr; expect_refused(x, "'out' is a null pointer"); }
+  { GateArgs x = f.good(); x.attn.rows = -1; expect_refused(x, "'attn' has -1 rows"); }
+  { GateArgs x = f.good(); x.attn.rows = x.gate.rows = x.out.rows = GatePlan::kMaxRows + 1; expect_refused(x, "'attn' has"); }
+  { GateArgs x = f.good(); x.gate.rows = 3; expect_refused(x, "'gate' has 3 rows"); }
+  { GateArgs x = f.good(); x.attn.cols = 0; expect_refused(x, "'attn' has 0 columns"); }
+  { GateArgs x = f.good(); x.attn.cols = GatePlan::kMaxWidth + 1; expect_refused(x, "'attn' has"); }
+  { GateArgs x = f.good(); x.out.cols = 31; expect_refused(x, "'out' has 31 columns"); }
+  { GateArgs x = f.good(); x.gate.row_stride = 31; expect_refused(x, "'gate' has row stride 31, smaller than its row of 32"); }
+  { GateArgs x = f.good(); x.out.row_stride = GatePlan::kMaxStride + 1; expect_refused(x, "'out' has row stride"); }
+  { GateArgs x = f.good(); x.attn.dtype = DType::F32; expect_refused(x, "'attn' has dtype fp32; only bf16"); }
+  {
+    GateArgs x = f.good();
+    x.out.data = reinterpret_cast<char*>(x.out.data) + 1;
+    expect_refused(x, "'out' at");
+  }
+  {
+    GateArgs x = f.good();  // out overlaps gate, shifted by one row
+    x.out = x.gate;
+    x.out.data = static_cast<uint16_t*>(x.gate.data) + 32;
+    expect_refused(x, "'out' overlaps 'gate'");
+  }
+  std::vector<uint16_t> after;
+  f.o.download(after, s);
+  hy4::rt::synchronize(s);
+  EXPECT_EQ(after, poison) << "a refused plan wrote to out";
+}
