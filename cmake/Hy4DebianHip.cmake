@@ -55,7 +55,7 @@ target_link_libraries(hy4_kernels PUBLIC amdhip64)
 
 # Device assembly of every op, for inspection: register counts and scratch (spills).
 set(_asm_outputs)
-foreach(op IN LISTS HY4_OPS)
+foreach(op IN LISTS HY4_KERNELS)
   foreach(t IN LISTS HY4_AMDGPU_TARGETS)
     set(_s ${CMAKE_BINARY_DIR}/asm/${op}-${t}.s)
     string(REPLACE ";" " " _dummy "${HY4_HIP_FLAGS}")

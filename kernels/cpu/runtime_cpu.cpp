@@ -50,6 +50,8 @@ void set_device(int index) {
 }
 std::string device_name() { return "cpu-simt warp" + std::to_string(hy4::cpu::warp_size()); }
 int warp_size() { return hy4::cpu::warp_size(); }
+std::vector<int> supported_warp_sizes() { return {32, 64}; }
+void set_warp_size(int w) { hy4::cpu::set_warp_size(w); }
 
 Stream create_stream() { return Stream{new CpuStream()}; }
 void destroy_stream(Stream s) { delete S(s); }

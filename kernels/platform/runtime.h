@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace hy4::rt {
 
@@ -33,6 +34,10 @@ void set_device(int index);
 std::string device_name();
 // Threads per warp/wavefront the kernels run with on the current device.
 int warp_size();
+// Warp sizes the backend can run at: {32, 64} on the CPU executor, the device's own on
+// a GPU.  set_warp_size(w) selects one; it throws RuntimeError for any other.
+std::vector<int> supported_warp_sizes();
+void set_warp_size(int w);
 
 struct Stream {
   void* handle = nullptr;

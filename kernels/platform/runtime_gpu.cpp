@@ -102,6 +102,12 @@ int warp_size() {
   return p.warpSize;
 }
 
+std::vector<int> supported_warp_sizes() { return {warp_size()}; }
+void set_warp_size(int w) {
+  if (w != warp_size())
+    throw RuntimeError("set_warp_size(" + std::to_string(w) + "): this device runs warp " + std::to_string(warp_size()) + " only");
+}
+
 Stream create_stream() {
   gpuStream_t s{};
   check(GPU(StreamCreateWithFlags)(&s, GPU(StreamNonBlocking)), "StreamCreate");

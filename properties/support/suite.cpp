@@ -3,9 +3,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#if defined(HY4_TEST_BACKEND_CPU)
-#include "cpu/executor_control.h"
-#endif
 
 namespace hy4::test {
 
@@ -29,23 +26,11 @@ bool device_required() {
 }
 
 std::vector<int> runnable_warp_sizes() {
-#if defined(HY4_TEST_BACKEND_CPU)
-  return {32, 64};
-#else
   if (!device_present()) return {};
-  return {hy4::rt::warp_size()};
-#endif
+  return hy4::rt::supported_warp_sizes();
 }
 
-bool use_warp_size(int w) {
-#if defined(HY4_TEST_BACKEND_CPU)
-  hy4::cpu::set_warp_size(w);
-  return true;
-#else
-  (void)w;
-  return false;
-#endif
-}
+void use_warp_size(int w) { hy4::rt::set_warp_size(w); }
 
 std::string save_case_for_replay(const harness::CaseFile& c, const std::string& stem) {
   const std::string path = harness::save_failed_case(c, stem);

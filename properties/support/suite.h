@@ -26,8 +26,8 @@ bool device_required();
 // Warp sizes this process can run kernels at: {32, 64} on the CPU backend, the
 // device's own on a GPU.
 std::vector<int> runnable_warp_sizes();
-// Sets the CPU executor's warp size (no-op returning false on GPUs).
-bool use_warp_size(int w);
+// Selects the warp size kernels run at (throws if the backend cannot).
+void use_warp_size(int w);
 
 // Saves the failing case to hy4-failed-cases/<stem>.case and returns a line for the
 // failure message naming the file and the replay command.

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# ci/mutants.sh: "a test must be able to fail".  Applies each deliberate break of a
+# kernel (a mutant) to a scratch copy of the tree, builds the cpu preset there and
+# checks that the op's tests FAIL.  Exit 1 if any mutant survives.
+#   usage: ci/mutants.sh [op ...]      (default: every op with mutants)
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=${HY4_MUTANT_DIR:-/tmp/hy4-mutants}
+# op|description|file|python replacement: old ==> new
+mutants=(
+  'gate|drop the bf16 rounding of the sigmoid|kernels/gate.hip|const uint16_t s = bf16_from_f32(sigmoid_f32(bf16_to_f32(g)));==>const float sf = sigmoid_f32(bf16_to_f32(g)); return bf16_from_f32(bf16_to_f32(a) * sf); const uint16_t s = 0;'
+  'gate|ignore the row stride|kernels/gate.hip|const uint16_t* a = attn + t * attn_stride;==>const uint16_t* a = attn + t * width;'
+  'gate|skip the tail|kernels/gate.hip|for (int64_t i = tail_begin + threadIdx.x; i < width; i += blockDim.x)==>for (int64_t i = tail_begin + threadIdx.x; i < tail_begin; i += blockDim.x)'
+  'gate|round the product toward zero|kernels/gate.hip|return bf16_from_f32(bf16_to_f32(a) * bf16_to_f32(s));==>return static_cast<uint16_t>(f32_bits(bf16_to_f32(a) * bf16_to_f32(s)) >> 16);'
+)
+want_ops=("$@")
+survivors=0
+for m in "${mutants[@]}"; do
+  IFS='|' read -r op desc file repl <<<"$m"
+  if [ ${#want_ops[@]} -gt 0 ] && [[ ! " ${want_ops[*]} " =~ " $op " ]]; then continue; fi
+  rm -rf "$work" && mkdir -p "$work"
+  (cd "$root" && git ls-files -z | xargs -0 -I{} cp --parents {} "$work")
+  python3 - "$work/$file" "$repl" <<'PY' || { echo "mutant '$desc': pattern not found in $file"; survivors=$((survivors+1)); continue; }
+import sys
+path, repl = sys.argv[1], sys.argv[2]
+old, new = repl.split('==>', 1)
+s = open(path).read()
+if old not in s:
+    sys.exit(1)
+open(path, 'w').write(s.replace(old, new, 1))
+PY
+  (cd "$work" && cmake --preset cpu -DHY4_FUZZ=OFF >/dev/null && cmake --build build/cpu --target ${op}_properties >/dev/null) ||
+    { echo "mutant '$desc': does not build"; survivors=$((survivors+1)); continue; }
+  if (cd "$work/build/cpu" && ctest -L "^${op}$" -R cpu64 --timeout 600 >/dev/null 2>&1); then
+    echo "SURVIVED  $op: $desc"
+    survivors=$((survivors+1))
+  else
+    echo "killed    $op: $desc"
+  fi
+done
+[ "$survivors" -eq 0 ]

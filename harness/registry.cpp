@@ -1,0 +1,23 @@
+#include "registry.h"
+
+#include "gate_harness.h"
+
+namespace hy4::harness {
+
+const std::vector<std::string>& harnessed_ops() {
+  static const std::vector<std::string> ops = {"gate"};
+  return ops;
+}
+
+Verdict replay_case(const CaseFile& f, hy4::rt::Stream s, bool graph) {
+  if (f.op == "gate") {
+    const GateCase c = gate_from_file(f);
+    if (!graph) return check_gate(c, run_gate_eager(c, s));
+    std::vector<GateCase> as_run;
+    const auto outs = run_gate_replays(c, {c}, {c.shape.T}, s, &as_run);
+    return check_gate(as_run.at(0), outs.at(0));
+  }
+  throw CaseFileError("no harness for op '" + f.op + "'");
+}
+
+}  // namespace hy4::harness

@@ -1,0 +1,21 @@
+// registry.h: replay any op's case file by the op name it holds (used by hy4-repro,
+// the conformance run and the fuzzers' crash files).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "case_file.h"
+#include "platform/runtime.h"
+#include "verdict.h"
+
+namespace hy4::harness {
+
+// Ops with a harness, in SPEC order.
+const std::vector<std::string>& harnessed_ops();
+
+// Runs the case on the current backend, eagerly or (graph = true) captured once and
+// replayed, and checks it.  Throws CaseFileError for an unknown op or a bad file.
+Verdict replay_case(const CaseFile& c, hy4::rt::Stream s, bool graph);
+
+}  // namespace hy4::harness
