@@ -1,6 +1,7 @@
 #include "gate_harness.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <random>
 #include <sstream>
@@ -281,6 +282,179 @@ std::vector<std::vector<uint16_t>> run_gate_replays(const GateCase& capture, con
     if (as_run) as_run->push_back(current);
   }
   return outs;
+}
+
+}  // namespace hy4::harness
+
+// ---- bad arguments ----------------------------------------------------------------
+#include "conformance.h"
+
+namespace hy4::harness {
+
+std::vector<std::string> gate_bad_argument_failures(int* classes) {
+  DeviceBuffer<uint16_t> a(64 * 40), g(64 * 40), o(64 * 40);
+  ScopedStream s;
+  std::vector<uint16_t> poison(o.size(), 0xBEEF);
+  o.upload(poison, s);
+  auto good = [&] {
+    GateArgs x;
+    x.attn = MatrixView{a.get(), DType::BF16, 4, 32, 40};
+    x.gate = MatrixView{g.get(), DType::BF16, 4, 32, 32};
+    x.out = MatrixView{o.get(), DType::BF16, 4, 32, 36};
+    return x;
+  };
+  struct Class {
+    const char* must_mention;
+    void (*mutate)(GateArgs&);
+  };
+  static const Class bad[] = {
+      {"'gate' is a null pointer", [](GateArgs& x) { x.gate.data = nullptr; }},
+      {"'out' is a null pointer", [](GateArgs& x) { x.out.data = nullptr; }},
+      {"'attn' has -1 rows", [](GateArgs& x) { x.attn.rows = -1; }},
+      {"'attn' has 16777217 rows", [](GateArgs& x) { x.attn.rows = x.gate.rows = x.out.rows = GatePlan::kMaxRows + 1; }},
+      {"'gate' has 3 rows", [](GateArgs& x) { x.gate.rows = 3; }},
+      {"'attn' has 0 columns", [](GateArgs& x) { x.attn.cols = 0; }},
+      {"'attn' has 16777217 columns", [](GateArgs& x) { x.attn.cols = GatePlan::kMaxWidth + 1; }},
+      {"'out' has 31 columns", [](GateArgs& x) { x.out.cols = 31; }},
+      {"'gate' has row stride 31, smaller than its row of 32", [](GateArgs& x) { x.gate.row_stride = 31; }},
+      {"'out' has row stride 1073741825", [](GateArgs& x) { x.out.row_stride = GatePlan::kMaxStride + 1; }},
+      {"'attn' has dtype fp32; only bf16", [](GateArgs& x) { x.attn.dtype = DType::F32; }},
+      {"'out' at", [](GateArgs& x) { x.out.data = static_cast<char*>(x.out.data) + 1; }},
+      {"'out' overlaps 'gate'",
+       [](GateArgs& x) {
+         x.out = x.gate;
+         x.out.data = static_cast<uint16_t*>(x.gate.data) + 32;
+       }},
+  };
+  std::vector<std::string> failures;
+  try {
+    GatePlan ok(good());
+  } catch (const std::exception& e) {
+    failures.push_back(std::string("the good arguments were refused: ") + e.what());
+  }
+  for (const Class& c : bad) {
+    GateArgs x = good();
+    c.mutate(x);
+    try {
+      GatePlan plan(x);
+      failures.push_back(std::string("accepted (should mention ") + c.must_mention + ")");
+    } catch (const ArgumentError& e) {
+      if (std::string(e.what()).find(c.must_mention) == std::string::npos)
+        failures.push_back(std::string("message '") + e.what() + "' does not mention " + c.must_mention);
+    }
+  }
+  std::vector<uint16_t> after;
+  o.download(after, s);
+  hy4::rt::synchronize(s);
+  if (after != poison) failures.push_back("a refused plan wrote to out");
+  if (classes) *classes = static_cast<int>(sizeof bad / sizeof bad[0]);
+  return failures;
+}
+
+std::vector<ConformanceRow> conform_gate(const ConformanceOptions& o) {
+  std::vector<ConformanceRow> rows;
+  ScopedStream s;
+  ConformanceRow bit{"gate", "bitwise == bit model (eager)"}, bound{"gate", "float64 bound"};
+  Verdict all;
+  auto run_one = [&](const GateCase& c, const std::string& stem) {
+    const Verdict v = check_gate(c, run_gate_eager(c, s));
+    if (o.verbose) std::printf("  gate seed %llu T=%lld W=%lld: %s\n", static_cast<unsigned long long>(c.seed),
+                               static_cast<long long>(c.shape.T), static_cast<long long>(c.shape.W), v.ok() ? "ok" : "FAIL");
+    all.merge(v);
+    ++bit.cases;
+    ++bound.cases;
+    if (!v.ok() && bit.detail.empty()) {
+      GateCase keep = c;
+      keep.origin = stem;
+      bit.detail = "seed " + std::to_string(c.seed) + ": " + (v.first_differences.empty() ? "" : v.first_differences[0]) +
+                   " -> " + save_failed_case(gate_to_file(keep), stem);
+    }
+  };
+  for (uint64_t seed : o.seeds) {
+    GateShape prod;  // HY V4 TP8 production shape
+    prod.T = 64;
+    prod.W = 2048;
+    run_one(make_gate_case(seed, prod), "conformance.gate.production." + std::to_string(seed));
+    for (int k = 0; k < o.cases_per_seed; ++k) {
+      const uint64_t cs = seed * 1000003u + k;
+      run_one(random_gate_case(cs, 24, 3000), "conformance.gate.random." + std::to_string(cs));
+    }
+  }
+  bit.worst = std::to_string(all.bit_mismatches) + " differing elements of " + std::to_string(all.elements);
+  bit.pass = all.bit_mismatches == 0;
+  bound.worst = std::to_string(static_cast<int>(all.worst_ulp)) + " ulp (bound " +
+                std::to_string(static_cast<int>(all.bound_ulp)) + ")";
+  bound.pass = all.bound_violations == 0;
+  if (!bound.pass && bound.detail.empty() && !all.first_differences.empty()) bound.detail = all.first_differences[0];
+  rows.push_back(bit);
+  rows.push_back(bound);
+
+  ConformanceRow graph{"gate", "graph replay == eager == bit model"};
+  {
+    int64_t diffs = 0;
+    for (bool in_place : {false, true}) {
+      GateShape shape;
+      shape.T = 32;
+      shape.W = 2048;
+      shape.out_pad = in_place ? 0 : 8;
+      shape.in_place = in_place;
+      const GateCase capture = make_gate_case(o.seeds.empty() ? 1 : o.seeds[0], shape);
+      std::vector<GateCase> data;
+      std::vector<int64_t> real;
+      for (int k = 0; k < 16; ++k) {
+        data.push_back(make_gate_case(0xabc + k, shape));
+        real.push_back((k * 7) % 33);
+      }
+      std::vector<GateCase> as_run;
+      const auto outs = run_gate_replays(capture, data, real, s, &as_run);
+      for (std::size_t k = 0; k < outs.size(); ++k) {
+        ++graph.cases;
+        const Verdict v = check_gate(as_run[k], outs[k]);
+        const bool same_as_eager = run_gate_eager(as_run[k], s) == outs[k];
+        if (!v.ok() || !same_as_eager) {
+          ++diffs;
+          if (graph.detail.empty())
+            graph.detail = "replay " + std::to_string(k) + " -> " +
+                           save_failed_case(gate_to_file(as_run[k]), "conformance.gate.graph." + std::to_string(k));
+        }
+      }
+    }
+    graph.worst = std::to_string(diffs) + " replays differ";
+    graph.pass = diffs == 0;
+  }
+  rows.push_back(graph);
+
+  ConformanceRow warp{"gate", "wave32 == wave64"};
+  const auto sizes = hy4::rt::supported_warp_sizes();
+  if (sizes.size() < 2) {
+    warp.worst = "n/a: device runs warp " + std::to_string(hy4::rt::warp_size()) + " only";
+  } else {
+    int64_t diffs = 0;
+    const int before = hy4::rt::warp_size();
+    for (uint64_t seed : o.seeds) {
+      const GateCase c = random_gate_case(seed, 16, 2100);
+      hy4::rt::set_warp_size(32);
+      const auto a = run_gate_eager(c, s);
+      hy4::rt::set_warp_size(64);
+      const auto b = run_gate_eager(c, s);
+      ++warp.cases;
+      if (a != b) ++diffs;
+    }
+    hy4::rt::set_warp_size(before);
+    warp.worst = std::to_string(diffs) + " cases differ";
+    warp.pass = diffs == 0;
+  }
+  rows.push_back(warp);
+
+  ConformanceRow args{"gate", "bad arguments refused, nothing written"};
+  int classes = 0;
+  const auto fails = gate_bad_argument_failures(&classes);
+  args.cases = classes;
+  args.worst = std::to_string(fails.size()) + " classes mishandled";
+  args.pass = fails.empty();
+  if (!fails.empty()) args.detail = fails[0];
+  rows.push_back(args);
+  return rows;
 }
 
 }  // namespace hy4::harness

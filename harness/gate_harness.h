@@ -61,3 +61,10 @@ std::vector<std::vector<uint16_t>> run_gate_replays(const GateCase& capture, con
                                                     std::vector<GateCase>* as_run);
 
 }  // namespace hy4::harness
+
+namespace hy4::harness {
+// Tries every bad-argument class of SPEC "Rules" on the gate plan; returns one line
+// per class that was accepted, refused without naming the argument, or wrote out.
+// `classes` receives how many classes were tried.
+std::vector<std::string> gate_bad_argument_failures(int* classes);
+}  // namespace hy4::harness

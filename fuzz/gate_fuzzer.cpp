@@ -1,0 +1,65 @@
+// gate_fuzzer: libFuzzer target for the gate op.  The input is structured (see
+// parse below): shape, strides, offsets, in-place, warp size, eager or graph, then the
+// attn / gate bits (the rest from a seed).  Each input runs the differential check
+// (bitwise vs the bit model, float64 bound, nothing outside the view written); a
+// failure writes a case file for hy4-repro and aborts.
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "device_buffer.h"
+#include "gate_harness.h"
+#include "platform/runtime.h"
+
+using namespace hy4::harness;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  FuzzedDataProvider in(data, size);
+  GateShape s;
+  s.T = in.ConsumeIntegralInRange<int64_t>(0, 12);
+  switch (in.ConsumeIntegralInRange<int>(0, 3)) {
+    case 0: s.W = in.ConsumeIntegralInRange<int64_t>(1, 40); break;
+    case 1: s.W = 2048 + in.ConsumeIntegralInRange<int64_t>(-9, 9); break;
+    case 2: s.W = 8 * in.ConsumeIntegralInRange<int64_t>(1, 64); break;
+    default: s.W = in.ConsumeIntegralInRange<int64_t>(1, 2600); break;
+  }
+  s.attn_pad = in.ConsumeIntegralInRange<int64_t>(0, 17);
+  s.gate_pad = in.ConsumeIntegralInRange<int64_t>(0, 17);
+  s.out_pad = in.ConsumeIntegralInRange<int64_t>(0, 17);
+  s.attn_offset = in.ConsumeIntegralInRange<int64_t>(0, 8);
+  s.gate_offset = in.ConsumeIntegralInRange<int64_t>(0, 8);
+  s.out_offset = in.ConsumeIntegralInRange<int64_t>(0, 8);
+  s.in_place = in.ConsumeBool();
+  const int warp = in.ConsumeBool() ? 64 : 32;
+  const bool graph = in.ConsumeBool();
+  s.special_rate = in.ConsumeProbability<double>();
+  const uint64_t seed = in.ConsumeIntegral<uint64_t>();
+  GateCase c = make_gate_case(seed, s);
+  // The remaining bytes overwrite attn and gate elements, interleaved, from the start.
+  for (std::size_t i = 0; in.remaining_bytes() >= 4; ++i) {
+    if (i < c.attn.size()) c.attn[i] = in.ConsumeIntegral<uint16_t>();
+    if (i < c.gate.size()) c.gate[i] = in.ConsumeIntegral<uint16_t>();
+    if (i >= c.attn.size() && i >= c.gate.size()) break;
+  }
+  hy4::rt::set_warp_size(warp);
+  ScopedStream stream;
+  Verdict v;
+  if (graph) {
+    std::vector<GateCase> as_run;
+    const auto outs = run_gate_replays(c, {c}, {c.shape.T}, stream, &as_run);
+    v = check_gate(as_run[0], outs[0]);
+    c = as_run[0];
+  } else {
+    v = check_gate(c, run_gate_eager(c, stream));
+  }
+  if (!v.ok()) {
+    c.origin = std::string("gate_fuzzer warp") + std::to_string(warp) + (graph ? " graph" : " eager");
+    const std::string path = save_failed_case(gate_to_file(c), "gate_fuzzer." + std::to_string(seed));
+    std::fprintf(stderr, "gate_fuzzer: FAIL (warp %d, %s): %s\ncase file: %s (replay: hy4-repro%s --warp %d %s)\n",
+                 warp, graph ? "graph" : "eager", v.summary().c_str(), path.c_str(), graph ? " --graph" : "", warp,
+                 path.c_str());
+    std::abort();
+  }
+  return 0;
+}

@@ -1,0 +1,60 @@
+// hy4-conformance: the project's main job.  Runs every op's battery on this build's
+// backend (random cases from the suite's seed list and the HY V4 production shapes,
+// bitwise vs the bit model, float64 bound, graph replay, wave32 == wave64, bad
+// arguments) and prints the table op x check -> cases, worst error, pass/fail.
+//
+//   hy4-conformance [--require-gpu] [--cases-per-seed N] [--verbose]
+//
+// Exit 0: every row passes.  1: a row fails (its case file is named).  3: no device
+// (with --require-gpu this is a failure, without it the run is reported as skipped).
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "conformance.h"
+#include "support/suite.h"
+
+int main(int argc, char** argv) {
+  hy4::harness::ConformanceOptions o;
+  bool require_gpu = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--require-gpu") require_gpu = true;
+    else if (a == "--verbose") o.verbose = true;
+    else if (a == "--cases-per-seed" && i + 1 < argc) o.cases_per_seed = std::atoi(argv[++i]);
+    else {
+      std::fprintf(stderr, "usage: hy4-conformance [--require-gpu] [--cases-per-seed N] [--verbose]\n");
+      return 2;
+    }
+  }
+  o.seeds = hy4::test::seed_list();
+  if (hy4::rt::device_count() == 0) {
+    std::printf("hy4-conformance: backend %s has no device: %s\n", hy4::rt::backend_name(),
+                hy4::rt::no_device_reason().c_str());
+    std::printf("%s\n", require_gpu ? "FAILED: a GPU was required" : "SKIPPED: nothing was run");
+    return 3;
+  }
+  if (require_gpu && hy4::rt::backend() == hy4::rt::Backend::Cpu) {
+    std::printf("hy4-conformance: FAILED: a GPU was required but this build is the cpu backend\n");
+    return 3;
+  }
+  hy4::rt::set_device(0);
+  std::printf("hy4-conformance: backend %s, device %s, %zu seeds x %d random cases per op\n\n",
+              hy4::rt::backend_name(), hy4::rt::device_name().c_str(), o.seeds.size(), o.cases_per_seed);
+  std::vector<hy4::harness::ConformanceRow> rows;
+  for (auto& r : hy4::harness::conform_gate(o)) rows.push_back(r);
+
+  std::printf("%-8s %-40s %7s  %-36s %s\n", "op", "check", "cases", "worst", "result");
+  std::printf("%s\n", std::string(100, '-').c_str());
+  bool ok = true;
+  for (const auto& r : rows) {
+    std::printf("%-8s %-40s %7lld  %-36s %s\n", r.op.c_str(), r.check.c_str(), static_cast<long long>(r.cases),
+                r.worst.c_str(), r.pass ? "PASS" : "FAIL");
+    if (!r.detail.empty()) std::printf("         %s\n", r.detail.c_str());
+    ok = ok && r.pass;
+  }
+  std::printf("\n%s\n", ok ? "CONFORMANCE PASS" : "CONFORMANCE FAIL");
+  return ok ? 0 : 1;
+}
