@@ -2,6 +2,7 @@
 // "Device" memory is host memory filled with garbage at allocation.  Streams run work
 // at once, in order.  While a stream captures, launches, copies and fills are recorded
 // with their arguments by value (as GPU graph nodes are) and run again on each replay.
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -97,6 +98,17 @@ void replay(GraphExec g, Stream s) {
   for (auto& node : graph->nodes) node();
 }
 void destroy_graph(GraphExec g) { delete static_cast<CpuGraph*>(g.handle); }
+Event create_event() { return Event{new std::chrono::steady_clock::time_point()}; }
+void destroy_event(Event e) { delete static_cast<std::chrono::steady_clock::time_point*>(e.handle); }
+void record_event(Event e, Stream s) {
+  auto* t = static_cast<std::chrono::steady_clock::time_point*>(e.handle);
+  enqueue(s, [t] { *t = std::chrono::steady_clock::now(); });
+}
+float elapsed_ms(Event b, Event e) {
+  const auto d = *static_cast<std::chrono::steady_clock::time_point*>(e.handle) -
+                 *static_cast<std::chrono::steady_clock::time_point*>(b.handle);
+  return std::chrono::duration<float, std::milli>(d).count();
+}
 void check_launch(const char*) {}
 
 }  // namespace hy4::rt

@@ -62,6 +62,17 @@ GraphExec end_capture(Stream s);
 void replay(GraphExec g, Stream s);
 void destroy_graph(GraphExec g);
 
+// Timing (the benchmark binary): events recorded on a stream.  The CPU backend runs
+// work synchronously, so there an event is the host clock at the record.
+struct Event {
+  void* handle = nullptr;
+};
+Event create_event();
+void destroy_event(Event e);
+void record_event(Event e, Stream s);
+// Milliseconds between two recorded events (synchronizes on `end`).
+float elapsed_ms(Event begin, Event end);
+
 // Called by HY4_LAUNCH after a GPU launch: throws if the launch was refused.
 void check_launch(const char* kernel_name);
 

@@ -155,6 +155,21 @@ void destroy_graph(GraphExec g) {
   if (g.handle) check(GPU(GraphExecDestroy)(static_cast<gpuGraphExec_t>(g.handle)), "GraphExecDestroy");
 }
 
+Event create_event() {
+  GPU(Event_t) e{};
+  check(GPU(EventCreate)(&e), "EventCreate");
+  return Event{e};
+}
+void destroy_event(Event e) { check(GPU(EventDestroy)(static_cast<GPU(Event_t)>(e.handle)), "EventDestroy"); }
+void record_event(Event e, Stream s) { check(GPU(EventRecord)(static_cast<GPU(Event_t)>(e.handle), S(s)), "EventRecord"); }
+float elapsed_ms(Event b, Event e) {
+  check(GPU(EventSynchronize)(static_cast<GPU(Event_t)>(e.handle)), "EventSynchronize");
+  float ms = 0;
+  check(GPU(EventElapsedTime)(&ms, static_cast<GPU(Event_t)>(b.handle), static_cast<GPU(Event_t)>(e.handle)),
+        "EventElapsedTime");
+  return ms;
+}
+
 void check_launch(const char* kernel_name) {
   gpuError_t e = GPU(GetLastError)();
   if (e != kSuccess) check(e, (std::string("launch of ") + kernel_name).c_str());

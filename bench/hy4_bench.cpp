@@ -1,0 +1,94 @@
+// hy4-bench: the benchmark binary.  Performance claims come from here, never from a
+// timed test.  For each op and shape: capture K launches into one graph, replay it
+// R times, time each replay with device events; report the median (and p10/p90) time
+// per launch against the op's memory floor (bytes that must move / peak bandwidth).
+//
+//   hy4-bench [--replays R] [--launches K] [--peak-gbs G]
+//
+// Default peak: 4800 GB/s, the H200's HBM3e datasheet figure.  On the CPU backend the
+// numbers only describe the executor, not a GPU.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "device_buffer.h"
+#include "gate.h"
+#include "platform/runtime.h"
+
+using namespace hy4;
+using namespace hy4::harness;
+
+namespace {
+
+struct Stats {
+  double median_us, p10_us, p90_us;
+};
+
+template <class Enqueue>
+Stats time_graph(Enqueue&& enqueue, int launches, int replays, hy4::rt::Stream s) {
+  CapturedGraph g(s, [&](hy4::rt::Stream cs) {
+    for (int k = 0; k < launches; ++k) enqueue(cs);
+  });
+  for (int w = 0; w < 5; ++w) g.replay();
+  hy4::rt::synchronize(s);
+  auto b = hy4::rt::create_event(), e = hy4::rt::create_event();
+  std::vector<double> us;
+  for (int r = 0; r < replays; ++r) {
+    hy4::rt::record_event(b, s);
+    g.replay();
+    hy4::rt::record_event(e, s);
+    us.push_back(1000.0 * hy4::rt::elapsed_ms(b, e) / launches);
+  }
+  hy4::rt::destroy_event(b);
+  hy4::rt::destroy_event(e);
+  std::sort(us.begin(), us.end());
+  return Stats{us[us.size() / 2], us[us.size() / 10], us[us.size() * 9 / 10]};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int replays = 200, launches = 20;
+  double peak_gbs = 4800;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--replays") replays = std::atoi(argv[i + 1]);
+    else if (a == "--launches") launches = std::atoi(argv[i + 1]);
+    else if (a == "--peak-gbs") peak_gbs = std::atof(argv[i + 1]);
+  }
+  if (hy4::rt::device_count() == 0) {
+    std::printf("hy4-bench: no %s device: %s\n", hy4::rt::backend_name(), hy4::rt::no_device_reason().c_str());
+    return 3;
+  }
+  hy4::rt::set_device(0);
+  std::printf("hy4-bench: %s, %d replays of a graph of %d launches, peak %.0f GB/s\n",
+              hy4::rt::device_name().c_str(), replays, launches, peak_gbs);
+  std::printf("%-6s %-22s %10s %10s %10s %10s %9s %8s\n", "op", "shape", "median_us", "p10_us", "p90_us",
+              "floor_us", "GB/s", "%floor");
+  ScopedStream s;
+  std::mt19937_64 rng(1);
+  for (int64_t T : {1, 8, 64, 512, 4096, 32768}) {
+    const int64_t W = 2048;
+    DeviceBuffer<uint16_t> a(T * W), g(T * W), o(T * W);
+    std::vector<uint16_t> h(T * W);
+    for (auto& v : h) v = static_cast<uint16_t>(0x3c00 + rng() % 0x0800);
+    a.upload(h, s);
+    g.upload(h, s);
+    GateArgs args;
+    args.attn = MatrixView{a.get(), DType::BF16, T, W, W};
+    args.gate = MatrixView{g.get(), DType::BF16, T, W, W};
+    args.out = MatrixView{o.get(), DType::BF16, T, W, W};
+    GatePlan plan(args);
+    const Stats st = time_graph([&](hy4::rt::Stream cs) { plan.launch(cs); }, launches, replays, s);
+    const double bytes = 3.0 * T * W * 2;
+    const double floor_us = bytes / (peak_gbs * 1e3);
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "T=%lld W=%lld", static_cast<long long>(T), static_cast<long long>(W));
+    std::printf("%-6s %-22s %10.2f %10.2f %10.2f %10.2f %9.0f %7.1f%%\n", "gate", shape, st.median_us, st.p10_us,
+                st.p90_us, floor_us, bytes / (st.median_us * 1e3), 100.0 * floor_us / st.median_us);
+  }
+  return 0;
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# ci/gpu_nvidia.sh: the suite on an NVIDIA GPU runner (the `cuda` preset).
+#   ci/gpu_nvidia.sh [BUILD_DIR]     (default build/cuda; built with `cmake --preset cuda`)
+# 1. ctest with HY4_REQUIRE_GPU=1 (a missing GPU fails, it does not skip)
+# 2. compute-sanitizer memcheck, racecheck, initcheck on every op's tests
+# 3. the conformance run, the benchmark, and the eager-PyTorch comparison (if torch is there)
+# Results also go to $OUT (or ./gpu-results) as logs.
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build/cuda}
+out=${OUT:-$root/gpu-results}
+mkdir -p "$out"
+export HY4_REQUIRE_GPU=1 HY4_CASE_DIR="$out/failed-cases"
+# A build tree copied from another machine names its source by absolute path: link it.
+src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")
+if [ -n "$src" ] && [ "$src" != "$root" ] && [ ! -e "$src" ]; then
+  mkdir -p "$(dirname "$src")" && ln -s "$root" "$src"
+fi
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || { echo "no NVIDIA GPU"; exit 1; }
+status=0
+step() { echo; echo "=== $1"; shift; "$@" || { echo "FAILED: $*"; status=1; }; }
+step "ctest (cuda, GPU required)" ctest --test-dir "$build" --output-on-failure -LE exhaustive
+step "exhaustive: device bits == host bits, all 2^32 inputs" ctest --test-dir "$build" --output-on-failure -R device_bits -V
+if command -v compute-sanitizer >/dev/null; then
+  for op_bin in "$build"/properties/*_properties; do
+    for tool in memcheck racecheck initcheck; do
+      step "compute-sanitizer $tool $(basename "$op_bin")" env RC_PARAMS="max_success=15" \
+        compute-sanitizer --tool "$tool" --error-exitcode 9 "$op_bin" --gtest_filter=-*ProductionShape*:*EveryWidth*
+    done
+  done
+else
+  echo "compute-sanitizer not found: sanitizer runs SKIPPED"; status=1
+fi
+step "conformance" "$build/tools/hy4-conformance" --require-gpu
+step "benchmark" "$build/bench/hy4-bench"
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  step "gate vs eager PyTorch" python3 "$root/ci/torch_gate_compare.py" "$build" 8192 2048 7
+else
+  echo "torch with CUDA not found: the eager-PyTorch comparison was SKIPPED"
+fi
+echo; [ $status -eq 0 ] && echo "GPU RUN PASS" || echo "GPU RUN FAIL"
+exit $status
