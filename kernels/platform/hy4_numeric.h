@@ -5,6 +5,7 @@
 // (the build passes -ffp-contract=off / --fmad=false) and no hardware approximations.
 // They give the same bits on the host (references), the CPU executor, CUDA and HIP.
 // Accuracy against float64 over all 2^32 inputs is asserted by the `exhaustive` test.
+// NaN results are always the canonical 0x7FC00000: hardware NaN payloads differ.
 #pragma once
 
 #include <cmath>
@@ -12,7 +13,7 @@
 #include <cstring>
 
 #if defined(__CUDACC__) || defined(__HIP__) || defined(__HIPCC__)
-#define HY4_NUM_HD __host__ __device__ __forceinline__
+#define HY4_NUM_HD __host__ __device__ inline
 #else
 #define HY4_NUM_HD inline
 #endif
@@ -115,7 +116,13 @@ HY4_NUM_HD float log_f32(float x) {
 }
 
 // ---- sigmoid -------------------------------------------------------------------
-// 1 / (1 + exp(-x)): sigmoid(-inf) = +0, sigmoid(+inf) = 1, NaN stays NaN.
-HY4_NUM_HD float sigmoid_f32(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
+// 1 / (1 + exp(-x)): sigmoid(-inf) = +0, sigmoid(+inf) = 1, NaN gives the canonical
+// NaN 0x7FC00000.  (IEEE leaves NaN payloads open: 1 + NaN is 0x7FC00000 on x86 but
+// 0x7FFFFFFF on sm_90, found by the exhaustive device_bits test; so NaN is returned
+// explicitly, as in exp_f32 and log_f32.)
+HY4_NUM_HD float sigmoid_f32(float x) {
+  if (is_nan_f32(x)) return f32_from_bits(0x7fc00000u);
+  return 1.0f / (1.0f + exp_f32(-x));
+}
 
 }  // namespace hy4

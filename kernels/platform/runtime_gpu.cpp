@@ -10,7 +10,9 @@
 #include <hip/hip_runtime_api.h>
 #define GPU(name) hip##name
 using gpuStream_t = hipStream_t;
+using gpuDeviceProp_t = hipDeviceProp_t;
 using gpuGraph_t = hipGraph_t;
+using gpuEvent_t = hipEvent_t;
 using gpuGraphExec_t = hipGraphExec_t;
 using gpuError_t = hipError_t;
 static constexpr gpuError_t kSuccess = hipSuccess;
@@ -22,7 +24,9 @@ static constexpr gpuError_t kSuccess = hipSuccess;
 #include <cuda_runtime.h>
 #define GPU(name) cuda##name
 using gpuStream_t = cudaStream_t;
+using gpuDeviceProp_t = cudaDeviceProp;
 using gpuGraph_t = cudaGraph_t;
+using gpuEvent_t = cudaEvent_t;
 using gpuGraphExec_t = cudaGraphExec_t;
 using gpuError_t = cudaError_t;
 static constexpr gpuError_t kSuccess = cudaSuccess;
@@ -84,7 +88,7 @@ void set_device(int index) { check(GPU(SetDevice)(index), "SetDevice"); }
 std::string device_name() {
   int dev = 0;
   check(GPU(GetDevice)(&dev), "GetDevice");
-  GPU(DeviceProp) p{};
+  gpuDeviceProp_t p{};
   check(GPU(GetDeviceProperties)(&p, dev), "GetDeviceProperties");
 #if defined(HY4_BACKEND_HIP)
   return std::string(p.name) + " (" + p.gcnArchName + ", wave" + std::to_string(p.warpSize) + ")";
@@ -97,7 +101,7 @@ std::string device_name() {
 int warp_size() {
   int dev = 0;
   check(GPU(GetDevice)(&dev), "GetDevice");
-  GPU(DeviceProp) p{};
+  gpuDeviceProp_t p{};
   check(GPU(GetDeviceProperties)(&p, dev), "GetDeviceProperties");
   return p.warpSize;
 }
@@ -156,16 +160,16 @@ void destroy_graph(GraphExec g) {
 }
 
 Event create_event() {
-  GPU(Event_t) e{};
+  gpuEvent_t e{};
   check(GPU(EventCreate)(&e), "EventCreate");
   return Event{e};
 }
-void destroy_event(Event e) { check(GPU(EventDestroy)(static_cast<GPU(Event_t)>(e.handle)), "EventDestroy"); }
-void record_event(Event e, Stream s) { check(GPU(EventRecord)(static_cast<GPU(Event_t)>(e.handle), S(s)), "EventRecord"); }
+void destroy_event(Event e) { check(GPU(EventDestroy)(static_cast<gpuEvent_t>(e.handle)), "EventDestroy"); }
+void record_event(Event e, Stream s) { check(GPU(EventRecord)(static_cast<gpuEvent_t>(e.handle), S(s)), "EventRecord"); }
 float elapsed_ms(Event b, Event e) {
-  check(GPU(EventSynchronize)(static_cast<GPU(Event_t)>(e.handle)), "EventSynchronize");
+  check(GPU(EventSynchronize)(static_cast<gpuEvent_t>(e.handle)), "EventSynchronize");
   float ms = 0;
-  check(GPU(EventElapsedTime)(&ms, static_cast<GPU(Event_t)>(b.handle), static_cast<GPU(Event_t)>(e.handle)),
+  check(GPU(EventElapsedTime)(&ms, static_cast<gpuEvent_t>(b.handle), static_cast<gpuEvent_t>(e.handle)),
         "EventElapsedTime");
   return ms;
 }

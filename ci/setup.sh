@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# ci/setup.sh: installs what the project needs on Debian 12 (Debian's registry only).
+# clang-22 + lld + compiler-rt (HIP for gfx942/gfx950, libFuzzer, ASan/UBSan), Debian's
+# HIP 5.2 and ROCm device libs, rapidcheck, Eigen, GoogleTest, CMake, Ninja.
+# nvcc is not a Debian package: the cuda preset is built only where /usr/local/cuda is.
+set -euo pipefail
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+pkgs=(cmake ninja-build g++ python3 clang-22 lld-22 libclang-rt-22-dev libamdhip64-dev rocm-device-libs
+      librapidcheck-dev libeigen3-dev libgtest-dev)
+missing=()
+for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "ci/setup.sh: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "ci/setup.sh: all packages present"
+fi
