@@ -16,6 +16,7 @@
 
 #include "device_buffer.h"
 #include "gate.h"
+#include "topk.h"
 #include "platform/runtime.h"
 
 using namespace hy4;
@@ -88,6 +89,36 @@ int main(int argc, char** argv) {
     char shape[64];
     std::snprintf(shape, sizeof shape, "T=%lld W=%lld", static_cast<long long>(T), static_cast<long long>(W));
     std::printf("%-6s %-22s %10.2f %10.2f %10.2f %10.2f %9.0f %7.1f%%\n", "gate", shape, st.median_us, st.p10_us,
+                st.p90_us, floor_us, bytes / (st.median_us * 1e3), 100.0 * floor_us / st.median_us);
+  }
+  for (int64_t T : {1, 8, 64, 512, 4096, 32768}) {
+    const int E = 256, k = 8;  // HY V4 routing: fp32 logits, [:, :8] of [T, 9] / [T, 10]
+    DeviceBuffer<float> logits(T * E), bias(E), weights(T * 9);
+    DeviceBuffer<int32_t> ids(T * 10), count(1);
+    std::normal_distribution<float> nd(0.0f, 2.0f);
+    std::vector<float> hl(T * E), hb(E);
+    for (auto& v : hl) v = nd(rng);
+    for (auto& v : hb) v = 0.05f * nd(rng);
+    logits.upload(hl, s);
+    bias.upload(hb, s);
+    const int32_t n = static_cast<int32_t>(T);
+    hy4::rt::copy_to_device(count.get(), &n, 4, s);
+    hy4::rt::synchronize(s);
+    TopkArgs a;
+    a.logits = MatrixView{logits.get(), DType::F32, T, E, E};
+    a.bias = bias.get();
+    a.k = k;
+    a.routed_scaling_factor = 2.827f;
+    a.num_rows = count.get();
+    a.weights = MatrixView{weights.get(), DType::F32, T, k, 9};
+    a.ids = MatrixView{ids.get(), DType::I32, T, k, 10};
+    TopkPlan plan(a);
+    const Stats st = time_graph([&](hy4::rt::Stream cs) { plan.launch(cs); }, launches, replays, s);
+    const double bytes = 4.0 * T * E + 4.0 * E + 8.0 * T * k;
+    const double floor_us = bytes / (peak_gbs * 1e3);
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "T=%lld E=%d k=%d", static_cast<long long>(T), E, k);
+    std::printf("%-6s %-22s %10.2f %10.2f %10.2f %10.2f %9.0f %7.1f%%\n", "topk", shape, st.median_us, st.p10_us,
                 st.p90_us, floor_us, bytes / (st.median_us * 1e3), 100.0 * floor_us / st.median_us);
   }
   return 0;

@@ -1,11 +1,12 @@
 #include "registry.h"
 
 #include "gate_harness.h"
+#include "topk_harness.h"
 
 namespace hy4::harness {
 
 const std::vector<std::string>& harnessed_ops() {
-  static const std::vector<std::string> ops = {"gate"};
+  static const std::vector<std::string> ops = {"gate", "topk"};
   return ops;
 }
 
@@ -16,6 +17,13 @@ Verdict replay_case(const CaseFile& f, hy4::rt::Stream s, bool graph) {
     std::vector<GateCase> as_run;
     const auto outs = run_gate_replays(c, {c}, {c.shape.T}, s, &as_run);
     return check_gate(as_run.at(0), outs.at(0));
+  }
+  if (f.op == "topk") {
+    const TopkCase c = topk_from_file(f);
+    if (!graph) return check_topk(c, run_topk_eager(c, s));
+    std::vector<TopkCase> as_run;
+    const auto outs = run_topk_replays(c, {c}, {c.real_rows()}, s, &as_run);
+    return check_topk(as_run.at(0), outs.at(0));
   }
   throw CaseFileError("no harness for op '" + f.op + "'");
 }

@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "conformance.h"
+#include "gate_harness.h"
+#include "topk_harness.h"
 #include "support/suite.h"
 
 int main(int argc, char** argv) {
@@ -45,6 +47,7 @@ int main(int argc, char** argv) {
               hy4::rt::backend_name(), hy4::rt::device_name().c_str(), o.seeds.size(), o.cases_per_seed);
   std::vector<hy4::harness::ConformanceRow> rows;
   for (auto& r : hy4::harness::conform_gate(o)) rows.push_back(r);
+  for (auto& r : hy4::harness::conform_topk(o)) rows.push_back(r);
 
   std::printf("%-8s %-40s %7s  %-36s %s\n", "op", "check", "cases", "worst", "result");
   std::printf("%s\n", std::string(100, '-').c_str());

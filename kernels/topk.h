@@ -1,0 +1,52 @@
+// topk: biased sigmoid top-k router, one expert group (SPEC section 3).
+//
+//   s[e] = sigmoid_f32(float(x[e]))        unbiased score
+//   c[e] = s[e] + bias[e]                  choice score; NaN counts as -inf
+//   the k largest c, ties to the LOWER expert id, in rank order (largest c first)
+//   sum   = s[r0] + s[r1] + ...            fp32, in rank order
+//   scale = renormalize ? rsf / max(sum, 1e-20f) : rsf
+//   weights[r] = s[r] * scale              (the bias chooses, it never weighs)
+//
+// Choices written down here (SPEC is silent):
+// - max(sum, 1e-20f) is `sum < 1e-20f ? 1e-20f : sum`: a NaN sum (a NaN logit was
+//   selected) stays NaN, so the fault shows in every weight of the row instead of
+//   being swallowed by max().
+// - Every NaN weight is the canonical 0x7FC00000 (hardware NaN payloads differ).
+// - Rows at or past the device row count (num_rows, optional, clamped to [0, T]) get
+//   ids -1 and weights +0.  Nothing outside [T, k] of either output is written.
+#pragma once
+
+#include "op_common.h"
+#include "platform/runtime.h"
+
+namespace hy4 {
+
+struct TopkArgs {
+  MatrixView logits;               // [T, E] fp32 or bf16, row-strided
+  const float* bias = nullptr;     // [E] fp32 (device)
+  int k = 8;
+  bool renormalize = true;
+  float routed_scaling_factor = 1.0f;
+  const int32_t* num_rows = nullptr;  // optional device row count
+  MatrixView weights;              // [T, k] fp32, own row stride
+  MatrixView ids;                  // [T, k] int32, own row stride
+};
+
+class TopkPlan {
+ public:
+  static constexpr int64_t kMaxRows = int64_t{1} << 24;
+  static constexpr int64_t kMaxExperts = 512;
+  static constexpr int kMaxK = 32;
+  static constexpr int64_t kMaxStride = int64_t{1} << 24;
+  static constexpr int kBlockThreads = 256;  // 8 warps of 32 or 4 wavefronts of 64: a warp per row
+
+  explicit TopkPlan(const TopkArgs& args);  // throws ArgumentError naming the argument
+  void launch(hy4::rt::Stream stream) const;
+  const TopkArgs& args() const { return args_; }
+
+ private:
+  TopkArgs args_;
+  int64_t grid_ = 0;
+};
+
+}  // namespace hy4

@@ -1,0 +1,262 @@
+// topk_properties.cpp: the topk op (SPEC section 3) through the suite.
+//   exact small cases (ties to the lower id, the bias chooses but never weighs, NaN,
+//   the sum floor, padded rows), rapidcheck properties over E in 1..512, k in
+//   1..min(E, 32), fp32 / bf16, strides, tie-heavy and one-ulp-apart rows, specials,
+//   device row counts; HY V4's shape; graph replay; wave32 == wave64; bad arguments.
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "device_buffer.h"
+#include "platform/hy4_numeric.h"
+#include "support/suite.h"
+#include "topk.h"
+#include "topk_harness.h"
+
+using namespace hy4;
+using namespace hy4::harness;
+
+namespace {
+
+::testing::AssertionResult topk_case_passes(const TopkCase& c, const std::string& stem) {
+  ScopedStream s;
+  const Verdict v = check_topk(c, run_topk_eager(c, s));
+  if (v.ok()) return ::testing::AssertionSuccess();
+  TopkCase keep = c;
+  keep.origin = stem;
+  return ::testing::AssertionFailure() << "seed " << c.seed << " T=" << c.shape.T << " E=" << c.shape.E
+                                       << " k=" << c.shape.k << (c.shape.bf16 ? " bf16" : " fp32") << ": "
+                                       << v.summary() << "\n"
+                                       << test::save_case_for_replay(topk_to_file(keep), stem);
+}
+
+rc::Gen<TopkShape> gen_topk_shape(int64_t max_T) {
+  using namespace rc;
+  return gen::mapcat(gen::weightedOneOf<int>({{3, gen::just(256)}, {2, gen::inRange(1, 513)}, {1, gen::element(1, 2, 31, 32, 33, 64, 511, 512)}}),
+                     [max_T](int E) {
+                       return gen::apply(
+                           [E](int64_t T, int k, bool bf16, std::tuple<int64_t, int64_t, int64_t, int64_t> pads,
+                               bool renorm, bool has_count, int64_t count, int values) {
+                             TopkShape s;
+                             s.T = T;
+                             s.E = E;
+                             s.k = std::min(k, E);
+                             s.bf16 = bf16;
+                             std::tie(s.logits_pad, s.weights_pad, s.ids_pad, s.logits_offset) = pads;
+                             s.renormalize = renorm;
+                             s.has_num_rows = has_count;
+                             s.num_rows = count;
+                             s.values = static_cast<TopkValues>(values);
+                             return s;
+                           },
+                           gen::inRange<int64_t>(0, max_T + 1),
+                           gen::weightedOneOf<int>({{3, gen::just(8)}, {2, gen::inRange(1, 33)}, {1, gen::element(1, 32)}}),
+                           gen::arbitrary<bool>(),
+                           gen::tuple(gen::inRange<int64_t>(0, 9), gen::inRange<int64_t>(0, 4), gen::inRange<int64_t>(0, 4),
+                                      gen::inRange<int64_t>(0, 5)),
+                           gen::weightedOneOf<bool>({{3, gen::just(true)}, {1, gen::just(false)}}), gen::arbitrary<bool>(),
+                           gen::inRange<int64_t>(-1, max_T + 2), gen::inRange(0, 6));
+                     });
+}
+
+// A one-row case with explicit logits and bias (fp32), k, renorm.
+TopkCase explicit_case(const std::vector<float>& logits, const std::vector<float>& bias, int k, bool renorm,
+                       float rsf) {
+  TopkShape s;
+  s.T = 1;
+  s.E = static_cast<int>(logits.size());
+  s.k = k;
+  s.renormalize = renorm;
+  s.rsf = rsf;
+  TopkCase c = make_topk_case(1, s);
+  for (int e = 0; e < s.E; ++e) {
+    c.logits[e] = f32_bits(logits[e]);
+    c.bias[e] = f32_bits(bias[e]);
+  }
+  return c;
+}
+
+int32_t id_at(const TopkOutput& o, const TopkCase& c, int64_t t, int r) {
+  return static_cast<int32_t>(o.ids[t * c.ids_stride() + r]);
+}
+float w_at(const TopkOutput& o, const TopkCase& c, int64_t t, int r) {
+  return f32_from_bits(o.weights[t * c.weights_stride() + r]);
+}
+
+}  // namespace
+
+// ---- small exact cases ------------------------------------------------------------------
+TEST(TopkExact, TiesGoToTheLowerExpertId) {
+  HY4_REQUIRE_DEVICE();
+  // 70 experts, all equal: the top 5 must be ids 0..4 in order, whatever the lanes.
+  const TopkCase c = explicit_case(std::vector<float>(70, 0.5f), std::vector<float>(70, 0.0f), 5, false, 1.0f);
+  ScopedStream s;
+  const auto o = run_topk_eager(c, s);
+  for (int r = 0; r < 5; ++r) EXPECT_EQ(id_at(o, c, 0, r), r);
+  // expert 69 strictly best, then a tie among 3, 40, 66 (bias equal): 69, 3, 40, 66
+  std::vector<float> b(70, -1.0f);
+  b[69] = 0.5f;
+  b[3] = b[40] = b[66] = 0.25f;
+  const TopkCase c2 = explicit_case(std::vector<float>(70, 0.0f), b, 4, false, 1.0f);
+  const auto o2 = run_topk_eager(c2, s);
+  EXPECT_EQ(id_at(o2, c2, 0, 0), 69);
+  EXPECT_EQ(id_at(o2, c2, 0, 1), 3);
+  EXPECT_EQ(id_at(o2, c2, 0, 2), 40);
+  EXPECT_EQ(id_at(o2, c2, 0, 3), 66);
+}
+
+TEST(TopkExact, BiasChoosesButNeverWeighs) {
+  HY4_REQUIRE_DEVICE();
+  // logits 0 -> s = 0.5 exactly for both chosen; bias makes expert 2 and 0 win.
+  // Not renormalised, rsf 2: weights are 0.5 * 2 = 1.0 exactly, bias or not.
+  const TopkCase c = explicit_case({0.0f, -3.0f, 0.0f, -3.0f}, {0.5f, 0.0f, 1.0f, 0.0f}, 2, false, 2.0f);
+  ScopedStream s;
+  const auto o = run_topk_eager(c, s);
+  EXPECT_EQ(id_at(o, c, 0, 0), 2);
+  EXPECT_EQ(id_at(o, c, 0, 1), 0);
+  EXPECT_EQ(w_at(o, c, 0, 0), 1.0f);
+  EXPECT_EQ(w_at(o, c, 0, 1), 1.0f);
+  // renormalised: 0.5 / (0.5 + 0.5) * 2 = 1.0 each as well
+  const TopkCase c2 = explicit_case({0.0f, -3.0f, 0.0f, -3.0f}, {0.5f, 0.0f, 1.0f, 0.0f}, 2, true, 2.0f);
+  const auto o2 = run_topk_eager(c2, s);
+  EXPECT_EQ(w_at(o2, c2, 0, 0), 1.0f);
+  EXPECT_EQ(w_at(o2, c2, 0, 1), 1.0f);
+}
+
+TEST(TopkExact, NaNChoosesLikeMinusInfAndAllUnderflowHitsTheSumFloor) {
+  HY4_REQUIRE_DEVICE();
+  ScopedStream s;
+  // NaN logit at 0 and NaN bias at 1: both rank below every finite score.
+  const TopkCase c = explicit_case({NAN, 0.0f, -1.0f, -2.0f}, {0.0f, NAN, 0.0f, 0.0f}, 2, true, 1.0f);
+  const auto o = run_topk_eager(c, s);
+  EXPECT_EQ(id_at(o, c, 0, 0), 2);
+  EXPECT_EQ(id_at(o, c, 0, 1), 3);
+  // k = 4: the NaN-logit expert is chosen last-but-tied with expert 1 (both -inf): 0 before 1;
+  // its weight is NaN and, renormalised, the NaN sum makes every weight NaN (canonical).
+  const TopkCase c4 = explicit_case({NAN, 0.0f, -1.0f, -2.0f}, {0.0f, NAN, 0.0f, 0.0f}, 4, true, 1.0f);
+  const auto o4 = run_topk_eager(c4, s);
+  EXPECT_EQ(id_at(o4, c4, 0, 2), 0);
+  EXPECT_EQ(id_at(o4, c4, 0, 3), 1);
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(o4.weights[r], 0x7fc00000u) << "rank " << r;
+  // every selected sigmoid underflows to 0: sum 0 -> floor 1e-20 -> weights exactly +0
+  const TopkCase cu = explicit_case({-100.0f, -110.0f, -120.0f}, {0.0f, 0.0f, 0.0f}, 2, true, 2.827f);
+  const auto ou = run_topk_eager(cu, s);
+  EXPECT_EQ(id_at(ou, cu, 0, 0), 0);
+  EXPECT_EQ(ou.weights[0], 0u);
+  EXPECT_EQ(ou.weights[1], 0u);
+}
+
+TEST(TopkExact, RowsPastTheDeviceCountGetMinusOneAndZero) {
+  HY4_REQUIRE_DEVICE();
+  TopkShape sh;
+  sh.T = 6;
+  sh.has_num_rows = true;
+  sh.num_rows = 2;
+  const TopkCase c = make_topk_case(3, sh);
+  ScopedStream s;
+  const auto o = run_topk_eager(c, s);
+  for (int64_t t = 2; t < 6; ++t)
+    for (int r = 0; r < sh.k; ++r) {
+      EXPECT_EQ(id_at(o, c, t, r), -1);
+      EXPECT_EQ(o.weights[t * c.weights_stride() + r], 0u);  // +0, bitwise
+    }
+  EXPECT_NE(id_at(o, c, 1, 0), -1);
+}
+
+// ---- properties ----------------------------------------------------------------------------
+TEST(TopkProperties, MatchesBitModelAndFloat64) {
+  HY4_REQUIRE_DEVICE();
+  EXPECT_TRUE(rc::check("topk == bit model bitwise; float64 choice and weights within bounds", [] {
+    const auto shape = *gen_topk_shape(12);
+    const auto seed = *rc::gen::arbitrary<uint64_t>();
+    const TopkCase c = make_topk_case(seed, shape);
+    RC_CLASSIFY(shape.values == TopkValues::Ties || shape.values == TopkValues::UlpApart, "tie-heavy");
+    RC_CLASSIFY(shape.bf16, "bf16");
+    const auto r = topk_case_passes(c, "topk.MatchesBitModelAndFloat64");
+    if (!r) RC_FAIL(r.message());
+  }));
+}
+
+TEST(TopkProperties, HyV4ShapeE256K8) {
+  HY4_REQUIRE_DEVICE();
+  // E = 256, k = 8, fp32, rsf 2.827, renormalised, outputs [:, :8] of [T, 9] and [T, 10].
+  for (uint64_t seed : test::seed_list())
+    for (TopkValues v : {TopkValues::Normal, TopkValues::Ties, TopkValues::UlpApart, TopkValues::Specials}) {
+      TopkShape sh;
+      sh.T = 64;
+      sh.values = v;
+      sh.weights_pad = 1;
+      sh.ids_pad = 2;
+      EXPECT_TRUE(topk_case_passes(make_topk_case(seed, sh), "topk.HyV4." + std::to_string(seed)));
+    }
+}
+
+TEST(TopkProperties, EveryKForEveryEdgeE) {
+  HY4_REQUIRE_DEVICE();
+  for (int E : {1, 2, 31, 32, 33, 63, 64, 65, 255, 256, 257, 511, 512})
+    for (int k = 1; k <= std::min(E, 32); k += (k < 4 ? 1 : 7)) {
+      TopkShape sh;
+      sh.T = 3;
+      sh.E = E;
+      sh.k = k;
+      sh.bf16 = (E + k) % 2 == 0;
+      sh.values = TopkValues::Mixed;
+      EXPECT_TRUE(topk_case_passes(make_topk_case(E * 100 + k, sh),
+                                   "topk.EveryK.E" + std::to_string(E) + "k" + std::to_string(k)));
+    }
+}
+
+// ---- graph replay ----------------------------------------------------------------------------
+TEST(TopkGraph, ReplayWithNewDataAndCountsEqualsEagerAndBitModel) {
+  HY4_REQUIRE_DEVICE();
+  for (bool bf16 : {false, true}) {
+    TopkShape sh;
+    sh.T = 40;
+    sh.bf16 = bf16;
+    sh.values = TopkValues::Mixed;
+    const TopkCase capture = make_topk_case(0xca97, sh);
+    std::vector<TopkCase> data;
+    std::vector<int64_t> real;
+    for (int k = 0; k < 10; ++k) {
+      data.push_back(make_topk_case(0xda7a + k, sh));
+      real.push_back(k == 0 ? -3 : (k * 9) % 45);  // negative, 0..40, past T
+    }
+    ScopedStream s;
+    std::vector<TopkCase> as_run;
+    const auto outs = run_topk_replays(capture, data, real, s, &as_run);
+    for (std::size_t k = 0; k < outs.size(); ++k) {
+      const Verdict v = check_topk(as_run[k], outs[k]);
+      EXPECT_TRUE(v.ok()) << "replay " << k << ": " << v.summary() << "\n"
+                          << test::save_case_for_replay(topk_to_file(as_run[k]), "topk.GraphReplay." + std::to_string(k));
+      EXPECT_TRUE(run_topk_eager(as_run[k], s) == outs[k]) << "replay " << k << " differs from an eager launch";
+    }
+  }
+}
+
+// ---- wave32 == wave64 ------------------------------------------------------------------------
+TEST(TopkWarp, Wave32AndWave64GiveTheSameBits) {
+  HY4_REQUIRE_DEVICE();
+  if (test::runnable_warp_sizes().size() < 2)
+    GTEST_SKIP() << "this backend runs one warp size (" << hy4::rt::warp_size()
+                 << "); wave32 == wave64 is proven on the CPU backend, and this device is held to the same bit model";
+  for (uint64_t seed : test::seed_list()) {
+    const TopkCase c = random_topk_case(seed, 16);
+    ScopedStream s;
+    test::use_warp_size(32);
+    const auto a = run_topk_eager(c, s);
+    test::use_warp_size(64);
+    const auto b = run_topk_eager(c, s);
+    EXPECT_TRUE(a == b) << "seed " << seed;
+  }
+}
+
+// ---- bad arguments -----------------------------------------------------------------------------
+TEST(TopkArguments, EveryBadArgumentClassIsRefusedWithItsName) {
+  HY4_REQUIRE_DEVICE();
+  int classes = 0;
+  const auto failures = topk_bad_argument_failures(&classes);
+  EXPECT_GE(classes, 21);
+  for (const auto& f : failures) ADD_FAILURE() << f;
+}
