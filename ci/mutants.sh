@@ -13,10 +13,10 @@ mutants=(
   'gate|skip the tail|kernels/gate.hip|for (int64_t i = tail_begin + threadIdx.x; i < width; i += blockDim.x)==>for (int64_t i = tail_begin + threadIdx.x; i < tail_begin; i += blockDim.x)'
   'gate|round the product toward zero|kernels/gate.hip|return bf16_from_f32(bf16_to_f32(a) * bf16_to_f32(s));==>return static_cast<uint16_t>(f32_bits(bf16_to_f32(a) * bf16_to_f32(s)) >> 16);'
   'topk|break ties by lane (higher id wins)|kernels/topk.hip|return c > oc || (c == oc && id < oid);==>return c > oc || (c == oc && id > oid);'
-  'topk|add the bias into the weights|kernels/topk.hip|sh_s[base + e] = s;==>sh_s[base + e] = c;'
+  'topk|add the bias into the weights|kernels/topk.hip|s_reg[j] = sv;==>s_reg[j] = cv;'
   'topk|one stride for weights and ids|kernels/topk.hip|int32_t* id_row = ids + t * ids_stride;==>int32_t* id_row = ids + t * weights_stride;'
   'topk|ignore the device row count|kernels/topk.hip|real_rows = v < 0 ? 0 : (v < rows ? v : rows);==>real_rows = rows;'
-  'topk|sum in lane order, not rank order|kernels/topk.hip|for (int r = 1; r < k; ++r) sum = sum + static_cast<float>(sh_rank_s[rbase + r]);==>for (int r = k - 1; r >= 1; --r) sum = static_cast<float>(sh_rank_s[rbase + r]) + sum;'
+  'topk|sum in reverse rank order|kernels/topk.hip|for (int r = 1; r < k; ++r) sum = sum + dev::shfl_idx(my_s, r);==>for (int r = k - 1; r >= 1; --r) sum = dev::shfl_idx(my_s, r) + sum;'
 )
 want_ops=("$@")
 survivors=0

@@ -1,13 +1,14 @@
 // topk.hip: the biased sigmoid top-k router, one source for HIP, CUDA and the CPU
 // executor (see topk.h for the contract).
 //
-// One warp per row.  Lane l owns experts l, l + warpSize, ...: it computes their s and
-// c once into its own slice of shared memory (only lane l ever touches those slots,
-// so no warp barrier is needed).  Each of the k rounds: every lane finds its best
+// One warp per row, no shared memory.  Lane l owns experts l, l + warpSize, ... and
+// keeps their c and s in registers (kPerLane slots, fully unrolled, so no dynamic
+// register indexing and no scratch).  Each of the k rounds: every lane finds its best
 // untaken (c desc, id asc), a butterfly of shuffles gives every lane the warp's best
-// under the same total order, the owner marks it taken (NaN: a real c is never NaN)
-// and broadcasts its s.  The total order makes the result independent of the warp
-// size and of the lane layout.  Lane 0 then sums s in rank order and writes the row.
+// under that same total order, the owner marks it taken (NaN: a real c is never NaN)
+// and lane r keeps rank r's id and s.  The total order makes the result independent of
+// the warp size and of the lane layout.  Every lane then forms the sum in rank order
+// (the same fp32 additions, gathered by shuffles), and lane r writes rank r.
 #include <climits>
 
 #include "platform/hy4_numeric.h"
@@ -17,29 +18,24 @@
 namespace hy4 {
 namespace {
 
-constexpr int kMaxWarps = TopkPlan::kBlockThreads / 32;
-constexpr int kSlice = static_cast<int>(TopkPlan::kMaxExperts);
+// Experts per lane: E <= 512 at warp 32 (wave64 uses half the slots).
+constexpr int kPerLane = static_cast<int>(TopkPlan::kMaxExperts) / 32;
 
 HY4_DEVICE inline bool better(float c, int id, float oc, int oid) { return c > oc || (c == oc && id < oid); }
 
 __global__ void topk_kernel(const void* logits, int logits_bf16, int64_t logits_stride, const float* bias,
                             int64_t rows, int experts, int k, int renormalize, float rsf, const int32_t* num_rows,
                             float* weights, int64_t weights_stride, int32_t* ids, int64_t ids_stride) {
-  HY4_SHARED(float, sh_c, kMaxWarps * kSlice);
-  HY4_SHARED(float, sh_s, kMaxWarps * kSlice);
-  HY4_SHARED(int, sh_rank_id, kMaxWarps * TopkPlan::kMaxK);
-  HY4_SHARED(float, sh_rank_s, kMaxWarps * TopkPlan::kMaxK);
   const int ws = dev::warp_size();
   const int lane = dev::lane_id();
   const int warp = static_cast<int>(threadIdx.x) / ws;
   const int warps = static_cast<int>(blockDim.x) / ws;
-  const int base = warp * kSlice;
-  const int rbase = warp * TopkPlan::kMaxK;
   int64_t real_rows = rows;
   if (num_rows) {
     const int32_t v = *num_rows;
     real_rows = v < 0 ? 0 : (v < rows ? v : rows);
   }
+  const float neg_inf = f32_from_bits(0xff800000u);
   const float taken = f32_from_bits(0x7fc00000u);
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * warps + warp; t < rows;
        t += static_cast<int64_t>(gridDim.x) * warps) {
@@ -52,23 +48,31 @@ __global__ void topk_kernel(const void* logits, int logits_bf16, int64_t logits_
       }
       continue;
     }
-    for (int e = lane; e < experts; e += ws) {
-      const float x = logits_bf16 ? bf16_to_f32(static_cast<const uint16_t*>(logits)[t * logits_stride + e])
-                                  : static_cast<const float*>(logits)[t * logits_stride + e];
-      const float s = sigmoid_f32(x);
-      float c = s + bias[e];
-      if (is_nan_f32(c)) c = f32_from_bits(0xff800000u);  // NaN chooses like -inf
-      sh_c[base + e] = c;
-      sh_s[base + e] = s;
+    float c_reg[kPerLane], s_reg[kPerLane];
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j) {
+      const int e = j * ws + lane;
+      c_reg[j] = taken;  // slots past E never compete
+      s_reg[j] = 0.0f;
+      if (e < experts) {
+        const float x = logits_bf16 ? bf16_to_f32(static_cast<const uint16_t*>(logits)[t * logits_stride + e])
+                                    : static_cast<const float*>(logits)[t * logits_stride + e];
+        const float sv = sigmoid_f32(x);
+        const float cv = sv + bias[e];
+        c_reg[j] = is_nan_f32(cv) ? neg_inf : cv;  // NaN chooses like -inf
+        s_reg[j] = sv;
+      }
     }
+    int my_id = -1;   // rank `lane`'s expert (lanes < k)
+    float my_s = 0.0f;
     for (int r = 0; r < k; ++r) {
-      float best_c = f32_from_bits(0xff800000u);
+      float best_c = neg_inf;
       int best_id = INT_MAX;  // sentinel: loses every tie against a real expert
-      for (int e = lane; e < experts; e += ws) {
-        const float c = sh_c[base + e];
-        if (is_nan_f32(c)) continue;  // taken
-        if (better(c, e, best_c, best_id)) {
-          best_c = c;
+#pragma unroll
+      for (int j = 0; j < kPerLane; ++j) {
+        const int e = j * ws + lane;
+        if (!is_nan_f32(c_reg[j]) && better(c_reg[j], e, best_c, best_id)) {
+          best_c = c_reg[j];
           best_id = e;
         }
       }
@@ -82,27 +86,28 @@ __global__ void topk_kernel(const void* logits, int logits_bf16, int64_t logits_
       }
       const int owner = best_id % ws;
       float s_sel = 0.0f;
-      if (lane == owner) {
-        s_sel = sh_s[base + best_id];
-        sh_c[base + best_id] = taken;
-      }
+#pragma unroll
+      for (int j = 0; j < kPerLane; ++j)
+        if (j * ws + lane == best_id) {
+          s_sel = s_reg[j];
+          c_reg[j] = taken;
+        }
       s_sel = dev::shfl_idx(s_sel, owner);
-      if (lane == 0) {
-        sh_rank_id[rbase + r] = best_id;
-        sh_rank_s[rbase + r] = s_sel;
+      if (lane == r) {
+        my_id = best_id;
+        my_s = s_sel;
       }
     }
-    if (lane == 0) {
-      float sum = sh_rank_s[rbase + 0];
-      for (int r = 1; r < k; ++r) sum = sum + static_cast<float>(sh_rank_s[rbase + r]);
-      float scale = rsf;
-      if (renormalize) scale = rsf / (sum < 1e-20f ? 1e-20f : sum);
-      for (int r = 0; r < k; ++r) {
-        float w = static_cast<float>(sh_rank_s[rbase + r]) * scale;
-        if (is_nan_f32(w)) w = f32_from_bits(0x7fc00000u);
-        w_row[r] = w;
-        id_row[r] = sh_rank_id[rbase + r];
-      }
+    // sum in rank order: every lane adds the same values in the same order
+    float sum = dev::shfl_idx(my_s, 0);
+    for (int r = 1; r < k; ++r) sum = sum + dev::shfl_idx(my_s, r);
+    float scale = rsf;
+    if (renormalize) scale = rsf / (sum < 1e-20f ? 1e-20f : sum);
+    if (lane < k) {
+      float w = my_s * scale;
+      if (is_nan_f32(w)) w = taken;  // canonical NaN
+      w_row[lane] = w;
+      id_row[lane] = my_id;
     }
   }
 }
