@@ -2,13 +2,15 @@
 // executor (see topk.h for the contract).
 //
 // One warp per row, no shared memory.  Lane l owns experts l, l + warpSize, ... and
-// keeps their c and s in registers (kPerLane slots, fully unrolled, so no dynamic
-// register indexing and no scratch).  Each of the k rounds: every lane finds its best
-// untaken (c desc, id asc), a butterfly of shuffles gives every lane the warp's best
-// under that same total order, the owner marks it taken (NaN: a real c is never NaN)
-// and lane r keeps rank r's id and s.  The total order makes the result independent of
-// the warp size and of the lane layout.  Every lane then forms the sum in rank order
-// (the same fp32 additions, gathered by shuffles), and lane r writes rank r.
+// keeps, in registers (kPerLane slots, fully unrolled: no dynamic register indexing,
+// no scratch), each expert's s and its rank key: a 64-bit integer that orders
+// (c desc, id asc) exactly as the bit model does (c's bits mapped to an unsigned order,
+// then the complemented id).  Each of the k rounds: a tournament tree over the lane's
+// slots, a butterfly of 64-bit shuffles over the warp (every lane ends with the warp's
+// best), the owner retires the slot (key 0, below every real key) and broadcasts s,
+// lane r keeps rank r.  The total order makes the result independent of the warp size
+// and of the lane layout.  Every lane then forms the sum in rank order (the same fp32
+// additions, gathered by shuffles), and lane r writes rank r.
 #include <climits>
 
 #include "platform/hy4_numeric.h"
@@ -18,11 +20,22 @@
 namespace hy4 {
 namespace {
 
-// Experts per lane: E <= 512 at warp 32 (wave64 uses half the slots).
-constexpr int kPerLane = static_cast<int>(TopkPlan::kMaxExperts) / 32;
+// Experts per lane (kPerLane): the launch picks 8 for E <= 256 (HY V4: fewer
+// instructions on the serial path) and 16 for E <= 512, enough at warp 32; wave64
+// leaves half of them empty.
 
-HY4_DEVICE inline bool better(float c, int id, float oc, int oid) { return c > oc || (c == oc && id < oid); }
+// (c desc, id asc) as one unsigned key: larger is better.  c is never NaN here (NaN
+// was mapped to -inf) and never -0 (+0 + -0 = +0; normalised anyway so that -0 and +0
+// tie, as float comparison makes them in the bit model).
+HY4_DEVICE inline uint64_t rank_key(float c, int id) {
+  uint32_t u = f32_bits(c == 0.0f ? 0.0f : c);
+  u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+  return (static_cast<uint64_t>(u) << 32) | static_cast<uint32_t>(0xFFFFFFFFu - static_cast<uint32_t>(id));
+}
+HY4_DEVICE inline int key_id(uint64_t key) { return static_cast<int>(0xFFFFFFFFu - static_cast<uint32_t>(key)); }
+HY4_DEVICE inline uint64_t max_key(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
+template <int kPerLane>
 __global__ void topk_kernel(const void* logits, int logits_bf16, int64_t logits_stride, const float* bias,
                             int64_t rows, int experts, int k, int renormalize, float rsf, const int32_t* num_rows,
                             float* weights, int64_t weights_stride, int32_t* ids, int64_t ids_stride) {
@@ -36,7 +49,6 @@ __global__ void topk_kernel(const void* logits, int logits_bf16, int64_t logits_
     real_rows = v < 0 ? 0 : (v < rows ? v : rows);
   }
   const float neg_inf = f32_from_bits(0xff800000u);
-  const float taken = f32_from_bits(0x7fc00000u);
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * warps + warp; t < rows;
        t += static_cast<int64_t>(gridDim.x) * warps) {
     float* w_row = weights + t * weights_stride;
@@ -48,49 +60,42 @@ __global__ void topk_kernel(const void* logits, int logits_bf16, int64_t logits_
       }
       continue;
     }
-    float c_reg[kPerLane], s_reg[kPerLane];
+    uint64_t key[kPerLane];
+    float s_reg[kPerLane];
 #pragma unroll
     for (int j = 0; j < kPerLane; ++j) {
       const int e = j * ws + lane;
-      c_reg[j] = taken;  // slots past E never compete
+      key[j] = 0;  // slots past E never compete
       s_reg[j] = 0.0f;
       if (e < experts) {
         const float x = logits_bf16 ? bf16_to_f32(static_cast<const uint16_t*>(logits)[t * logits_stride + e])
                                     : static_cast<const float*>(logits)[t * logits_stride + e];
         const float sv = sigmoid_f32(x);
         const float cv = sv + bias[e];
-        c_reg[j] = is_nan_f32(cv) ? neg_inf : cv;  // NaN chooses like -inf
+        key[j] = rank_key(is_nan_f32(cv) ? neg_inf : cv, e);  // NaN chooses like -inf
         s_reg[j] = sv;
       }
     }
-    int my_id = -1;   // rank `lane`'s expert (lanes < k)
+    int my_id = -1;  // rank `lane`'s expert (lanes < k)
     float my_s = 0.0f;
     for (int r = 0; r < k; ++r) {
-      float best_c = neg_inf;
-      int best_id = INT_MAX;  // sentinel: loses every tie against a real expert
+      uint64_t tree[kPerLane];
 #pragma unroll
-      for (int j = 0; j < kPerLane; ++j) {
-        const int e = j * ws + lane;
-        if (!is_nan_f32(c_reg[j]) && better(c_reg[j], e, best_c, best_id)) {
-          best_c = c_reg[j];
-          best_id = e;
-        }
-      }
-      for (int m = ws / 2; m > 0; m /= 2) {
-        const float oc = dev::shfl_xor(best_c, m);
-        const int oid = dev::shfl_xor(best_id, m);
-        if (better(oc, oid, best_c, best_id)) {
-          best_c = oc;
-          best_id = oid;
-        }
-      }
+      for (int j = 0; j < kPerLane; ++j) tree[j] = key[j];
+#pragma unroll
+      for (int w = 1; w < kPerLane; w *= 2)
+#pragma unroll
+        for (int j = 0; j + w < kPerLane; j += 2 * w) tree[j] = max_key(tree[j], tree[j + w]);
+      uint64_t best = tree[0];
+      for (int m = ws / 2; m > 0; m /= 2) best = max_key(best, dev::shfl_xor(best, m));
+      const int best_id = key_id(best);
       const int owner = best_id % ws;
       float s_sel = 0.0f;
 #pragma unroll
       for (int j = 0; j < kPerLane; ++j)
         if (j * ws + lane == best_id) {
           s_sel = s_reg[j];
-          c_reg[j] = taken;
+          key[j] = 0;
         }
       s_sel = dev::shfl_idx(s_sel, owner);
       if (lane == r) {
@@ -105,7 +110,7 @@ __global__ void topk_kernel(const void* logits, int logits_bf16, int64_t logits_
     if (renormalize) scale = rsf / (sum < 1e-20f ? 1e-20f : sum);
     if (lane < k) {
       float w = my_s * scale;
-      if (is_nan_f32(w)) w = taken;  // canonical NaN
+      if (is_nan_f32(w)) w = f32_from_bits(0x7fc00000u);  // canonical NaN
       w_row[lane] = w;
       id_row[lane] = my_id;
     }
@@ -116,12 +121,18 @@ __global__ void topk_kernel(const void* logits, int logits_bf16, int64_t logits_
 
 void TopkPlan::launch(hy4::rt::Stream stream) const {
   if (args_.logits.rows == 0) return;
-  HY4_LAUNCH(topk_kernel, dim3(static_cast<unsigned>(grid_)), dim3(kBlockThreads), stream,
-             static_cast<const void*>(args_.logits.data), args_.logits.dtype == DType::BF16 ? 1 : 0,
-             args_.logits.row_stride, args_.bias, args_.logits.rows, static_cast<int>(args_.logits.cols), args_.k,
-             args_.renormalize ? 1 : 0, args_.routed_scaling_factor, args_.num_rows,
-             static_cast<float*>(args_.weights.data), args_.weights.row_stride, static_cast<int32_t*>(args_.ids.data),
-             args_.ids.row_stride);
+#define HY4_TOPK_LAUNCH(kernel)                                                                                  \
+  HY4_LAUNCH(kernel, dim3(static_cast<unsigned>(grid_)), dim3(kBlockThreads), stream,                            \
+             static_cast<const void*>(args_.logits.data), args_.logits.dtype == DType::BF16 ? 1 : 0,            \
+             args_.logits.row_stride, args_.bias, args_.logits.rows, static_cast<int>(args_.logits.cols), args_.k, \
+             args_.renormalize ? 1 : 0, args_.routed_scaling_factor, args_.num_rows,                            \
+             static_cast<float*>(args_.weights.data), args_.weights.row_stride,                                 \
+             static_cast<int32_t*>(args_.ids.data), args_.ids.row_stride)
+  if (args_.logits.cols <= 256)
+    HY4_TOPK_LAUNCH(topk_kernel<8>);
+  else
+    HY4_TOPK_LAUNCH(topk_kernel<16>);
+#undef HY4_TOPK_LAUNCH
 }
 
 }  // namespace hy4
