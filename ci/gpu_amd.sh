@@ -12,7 +12,9 @@ command -v rocminfo >/dev/null && rocminfo | grep -m4 'gfx9' || { echo "no AMD G
 status=0
 step() { echo; echo "=== $1"; shift; "$@" || { echo "FAILED: $*"; status=1; }; }
 step "code objects use no scratch" bash "$root/ci/check_amd_code_objects.sh" "$build"
-step "ctest (rocm, GPU required)" ctest --test-dir "$build" --output-on-failure -LE exhaustive
+ngpu=$(python3 "$root/ci/resource_spec.py" -o "$out/resources.json" 2>&1 | grep -c ' id ')
+step "ctest (rocm, GPU required, $ngpu GPUs)" ctest --test-dir "$build" --output-on-failure -LE exhaustive \
+  --resource-spec-file "$out/resources.json" -j "$ngpu"
 step "exhaustive: device bits == host bits" ctest --test-dir "$build" --output-on-failure -R device_bits
 step "conformance" "$build/tools/hy4-conformance" --require-gpu
 step "benchmark (peak: MI300X 5300 GB/s, MI355X 8000 GB/s)" "$build/bench/hy4-bench" --peak-gbs "${HY4_PEAK_GBS:-5300}"

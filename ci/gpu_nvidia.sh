@@ -19,7 +19,11 @@ fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || { echo "no NVIDIA GPU"; exit 1; }
 status=0
 step() { echo; echo "=== $1"; shift; "$@" || { echo "FAILED: $*"; status=1; }; }
-step "ctest (cuda, GPU required)" ctest --test-dir "$build" --output-on-failure -LE exhaustive
+# every GPU at once: CTest assigns each GPU test a device from the resource spec
+ngpu=$(nvidia-smi -L | wc -l)
+python3 "$root/ci/resource_spec.py" -o "$out/resources.json"
+step "ctest (cuda, GPU required, $ngpu GPUs)" ctest --test-dir "$build" --output-on-failure -LE exhaustive \
+  --resource-spec-file "$out/resources.json" -j "$ngpu"
 step "exhaustive: device bits == host bits, all 2^32 inputs" ctest --test-dir "$build" --output-on-failure -R device_bits -V
 if command -v compute-sanitizer >/dev/null; then
   for op_bin in "$build"/properties/*_properties; do

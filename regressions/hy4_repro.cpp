@@ -18,6 +18,7 @@
 #include "case_file.h"
 #include "device_buffer.h"
 #include "registry.h"
+#include "support/suite.h"
 
 int main(int argc, char** argv) {
   bool graph = false, require_gpu = false;
@@ -49,6 +50,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "hy4-repro: %s: no %s device: %s\n", require_gpu ? "FAILED" : "SKIPPED",
                  hy4::rt::backend_name(), hy4::rt::no_device_reason().c_str());
     return 3;
+  }
+  try {
+    const std::string assigned = hy4::test::select_assigned_device();
+    if (!assigned.empty()) std::printf("hy4-repro: %s\n", assigned.c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hy4-repro: FAILED: %s\n", e.what());
+    return 1;
   }
   if (warp) {
     try {

@@ -42,7 +42,15 @@ int main(int argc, char** argv) {
     std::printf("hy4-conformance: FAILED: a GPU was required but this build is the cpu backend\n");
     return 3;
   }
-  hy4::rt::set_device(0);
+  std::string assigned;
+  try {
+    assigned = hy4::test::select_assigned_device();
+  } catch (const std::exception& e) {
+    std::printf("hy4-conformance: FAILED: %s\n", e.what());
+    return 1;
+  }
+  if (assigned.empty()) hy4::rt::set_device(0);
+  else std::printf("hy4-conformance: %s\n", assigned.c_str());
   std::printf("hy4-conformance: backend %s, device %s, %zu seeds x %d random cases per op\n\n",
               hy4::rt::backend_name(), hy4::rt::device_name().c_str(), o.seeds.size(), o.cases_per_seed);
   std::vector<hy4::harness::ConformanceRow> rows;

@@ -1,7 +1,9 @@
 #include "suite.h"
 
 #include <cstdlib>
+#include <cctype>
 #include <cstring>
+#include <stdexcept>
 
 
 namespace hy4::test {
@@ -31,6 +33,39 @@ std::vector<int> runnable_warp_sizes() {
 }
 
 void use_warp_size(int w) { hy4::rt::set_warp_size(w); }
+
+bool ctest_assignment(std::string* type_out, std::string* id_out) {
+  const char* count = std::getenv("CTEST_RESOURCE_GROUP_COUNT");
+  if (!count || !*count) return false;
+  const char* type = std::getenv("CTEST_RESOURCE_GROUP_0");
+  if (!type || !*type) throw std::runtime_error("CTEST_RESOURCE_GROUP_COUNT is set but CTEST_RESOURCE_GROUP_0 is not");
+  std::string var = std::string("CTEST_RESOURCE_GROUP_0_") + type;
+  for (char& c : var) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const char* alloc = std::getenv(var.c_str());  // "id:3,slots:1"
+  if (!alloc) throw std::runtime_error(var + " is not set: CTest assigned no " + type);
+  const std::string a = alloc;
+  const auto p = a.find("id:");
+  if (p == std::string::npos) throw std::runtime_error(var + "='" + a + "' names no id");
+  const auto comma = a.find(',', p);
+  *type_out = type;
+  *id_out = a.substr(p + 3, comma == std::string::npos ? std::string::npos : comma - p - 3);
+  return true;
+}
+
+std::string select_assigned_device() {
+  std::string type, id;
+  if (!ctest_assignment(&type, &id)) return "";
+  if (hy4::rt::backend() == hy4::rt::Backend::Cpu) return "fake " + type + " slot " + id + " (cpu backend)";
+  const int n = hy4::rt::device_count();
+  if (n == 0) throw std::runtime_error("CTest assigned " + std::string(type) + " " + id + " but " + device_absence_reason());
+  char* end = nullptr;
+  const long dev = std::strtol(id.c_str(), &end, 10);
+  if (*end != '\0' || dev < 0 || dev >= n)
+    throw std::runtime_error("CTest assigned " + type + " id '" + id + "', not a device index below " +
+                             std::to_string(n));
+  hy4::rt::set_device(static_cast<int>(dev));
+  return type + " " + id + " assigned by CTest: " + hy4::rt::device_name();
+}
 
 std::string save_case_for_replay(const harness::CaseFile& c, const std::string& stem) {
   const std::string path = harness::save_failed_case(c, stem);

@@ -29,6 +29,16 @@ std::vector<int> runnable_warp_sizes();
 // Selects the warp size kernels run at (throws if the backend cannot).
 void use_warp_size(int w);
 
+// CTest resource allocation (ctest --resource-spec-file F -j N): when CTest assigned
+// this test a GPU (CTEST_RESOURCE_GROUP_COUNT and CTEST_RESOURCE_GROUP_0_<TYPE>), selects
+// that device and returns a line saying so; "" when CTest assigned nothing.  Throws a
+// std::runtime_error when an assignment exists but cannot be honoured (no device, an
+// id past the device count): a test that asked for a GPU and got none fails.
+// On the CPU backend the ids are fake slots, recorded but not selected.
+std::string select_assigned_device();
+// The raw assignment: false when CTest assigned nothing; throws when it is malformed.
+bool ctest_assignment(std::string* type, std::string* id);
+
 // Saves the failing case to hy4-failed-cases/<stem>.case and returns a line for the
 // failure message naming the file and the replay command.
 std::string save_case_for_replay(const harness::CaseFile& c, const std::string& stem);

@@ -3,13 +3,22 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <string>
 
 #include "suite.h"
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
+  std::string assigned;
+  try {
+    assigned = hy4::test::select_assigned_device();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "[hy4] FAILED: %s\n", e.what());
+    return 1;
+  }
+  if (!assigned.empty()) std::printf("[hy4] %s\n", assigned.c_str());
   if (hy4::test::device_present()) {
-    hy4::rt::set_device(0);
+    if (assigned.empty()) hy4::rt::set_device(0);
     std::printf("[hy4] backend %s, device %s\n", hy4::rt::backend_name(), hy4::rt::device_name().c_str());
   } else {
     std::printf("[hy4] backend %s, NO DEVICE: %s\n", hy4::rt::backend_name(),
