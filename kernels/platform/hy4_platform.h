@@ -68,8 +68,10 @@ __device__ __forceinline__ bool all(bool p) { return __all(p); }
 #else  // CUDA
 constexpr unsigned kFullMask = 0xffffffffu;
 __device__ __forceinline__ void sync_block() { __syncthreads(); }
-__device__ __forceinline__ int warp_size() { return warpSize; }
-__device__ __forceinline__ int lane_id() { return static_cast<int>(threadIdx.x) & (warpSize - 1); }
+// A compile-time 32 (CUDA's warpSize is a register read: loops over it would not
+// unroll and `x % warpSize` would be a division).
+__device__ __forceinline__ constexpr int warp_size() { return 32; }
+__device__ __forceinline__ int lane_id() { return static_cast<int>(threadIdx.x) & 31; }
 template <class T> __device__ __forceinline__ T shfl_xor(T v, int mask) { return __shfl_xor_sync(kFullMask, v, mask); }
 template <class T> __device__ __forceinline__ T shfl_down(T v, int delta) { return __shfl_down_sync(kFullMask, v, delta); }
 template <class T> __device__ __forceinline__ T shfl_idx(T v, int src) { return __shfl_sync(kFullMask, v, src); }
