@@ -12,7 +12,7 @@ mutants=(
   'gate|ignore the row stride|kernels/gate.hip|const uint16_t* a = attn + t * attn_stride;==>const uint16_t* a = attn + t * width;'
   'gate|skip the tail|kernels/gate.hip|for (int64_t i = tail_begin + threadIdx.x; i < width; i += blockDim.x)==>for (int64_t i = tail_begin + threadIdx.x; i < tail_begin; i += blockDim.x)'
   'gate|round the product toward zero|kernels/gate.hip|return bf16_from_f32(bf16_to_f32(a) * bf16_to_f32(s));==>return static_cast<uint16_t>(f32_bits(bf16_to_f32(a) * bf16_to_f32(s)) >> 16);'
-  'topk|break ties by lane (butterfly compares c only)|kernels/topk.hip|best = max_key(best, dev::shfl_xor(best, m));==>{ const uint64_t o = dev::shfl_xor(best, m); best = (o >> 32) > (best >> 32) ? o : best; }'
+  'topk|break ties by lane (butterfly compares c only)|kernels/topk.hip|for (int m = ws / 2; m > 0; m /= 2) best = max_key(best, dev::shfl_xor(best, m));==>for (int m = ws / 2; m > 0; m /= 2) { const uint64_t o = dev::shfl_xor(best, m); best = (o >> 32) > (best >> 32) ? o : best; }'
   'topk|add the bias into the weights|kernels/topk.hip|s_reg[j] = sv;==>s_reg[j] = cv;'
   'topk|one stride for weights and ids|kernels/topk.hip|int32_t* id_row = ids + t * ids_stride;==>int32_t* id_row = ids + t * weights_stride;'
   'topk|ignore the device row count|kernels/topk.hip|real_rows = v < 0 ? 0 : (v < rows ? v : rows);==>real_rows = rows;'

@@ -19,7 +19,7 @@ struct alignas(16) Bf16x8 {
 // Rows are spread over blocks (grid-stride); inside a row, threads take 8-wide
 // vectors for the aligned prefix (when the plan found every row start 16-byte
 // aligned) and single elements for the tail.
-__global__ void gate_kernel(const uint16_t* attn, int64_t attn_stride,
+__global__ void HY4_LAUNCH_BOUNDS(256) gate_kernel(const uint16_t* attn, int64_t attn_stride,
                             const uint16_t* gate, int64_t gate_stride, uint16_t* out,
                             int64_t out_stride, int64_t rows, int64_t width, int vector) {
   for (int64_t t = blockIdx.x; t < rows; t += gridDim.x) {

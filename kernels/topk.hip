@@ -5,10 +5,10 @@
 // keeps, in registers (kPerLane slots, fully unrolled: no dynamic register indexing,
 // no scratch), each expert's s and its rank key: a 64-bit integer that orders
 // (c desc, id asc) exactly as the bit model does (c's bits mapped to an unsigned order,
-// then the complemented id).  Each of the k rounds: a tournament tree over the lane's
-// slots, a butterfly of 64-bit shuffles over the warp (every lane ends with the warp's
-// best), the owner retires the slot (key 0, below every real key) and broadcasts s,
-// lane r keeps rank r.  The total order makes the result independent of the warp size
+// then the complemented id).  The lane sorts its slots once (bitonic network); each of
+// the k rounds is then a butterfly of 64-bit shuffles over the lanes' heads (every
+// lane ends with the warp's best), the owner broadcasts its head's s and pops it
+// (empty slots hold key 0, below every real key), lane r keeps rank r.  The total order makes the result independent of the warp size
 // and of the lane layout.  Every lane then forms the sum in rank order (the same fp32
 // additions, gathered by shuffles), and lane r writes rank r.
 #include <climits>
@@ -36,7 +36,7 @@ HY4_DEVICE inline int key_id(uint64_t key) { return static_cast<int>(0xFFFFFFFFu
 HY4_DEVICE inline uint64_t max_key(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
 template <int kPerLane>
-__global__ void topk_kernel(const void* logits, int logits_bf16, int64_t logits_stride, const float* bias,
+__global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const void* logits, int logits_bf16, int64_t logits_stride, const float* bias,
                             int64_t rows, int experts, int k, int renormalize, float rsf, const int32_t* num_rows,
                             float* weights, int64_t weights_stride, int32_t* ids, int64_t ids_stride) {
   const int ws = dev::warp_size();
@@ -76,28 +76,45 @@ __global__ void topk_kernel(const void* logits, int logits_bf16, int64_t logits_
         s_reg[j] = sv;
       }
     }
+    // Sort the lane's slots by key, descending (bitonic network, fully unrolled: the
+    // indices are compile-time, so everything stays in registers).  A lane's head is
+    // then its best untaken expert.
+#pragma unroll
+    for (int size = 2; size <= kPerLane; size *= 2)
+#pragma unroll
+      for (int stride = size / 2; stride > 0; stride /= 2)
+#pragma unroll
+        for (int i = 0; i < kPerLane; ++i) {
+          const int j = i ^ stride;
+          if (j > i) {
+            const bool descending = (i & size) == 0;
+            if (descending == (key[i] < key[j])) {
+              const uint64_t tk = key[i];
+              key[i] = key[j];
+              key[j] = tk;
+              const float ts = s_reg[i];
+              s_reg[i] = s_reg[j];
+              s_reg[j] = ts;
+            }
+          }
+        }
     int my_id = -1;  // rank `lane`'s expert (lanes < k)
     float my_s = 0.0f;
     for (int r = 0; r < k; ++r) {
-      uint64_t tree[kPerLane];
+      uint64_t best = key[0];
 #pragma unroll
-      for (int j = 0; j < kPerLane; ++j) tree[j] = key[j];
-#pragma unroll
-      for (int w = 1; w < kPerLane; w *= 2)
-#pragma unroll
-        for (int j = 0; j + w < kPerLane; j += 2 * w) tree[j] = max_key(tree[j], tree[j + w]);
-      uint64_t best = tree[0];
       for (int m = ws / 2; m > 0; m /= 2) best = max_key(best, dev::shfl_xor(best, m));
       const int best_id = key_id(best);
       const int owner = best_id % ws;
-      float s_sel = 0.0f;
+      const float s_sel = dev::shfl_idx(s_reg[0], owner);
+      if (lane == owner) {  // pop the head
 #pragma unroll
-      for (int j = 0; j < kPerLane; ++j)
-        if (j * ws + lane == best_id) {
-          s_sel = s_reg[j];
-          key[j] = 0;
+        for (int j = 0; j + 1 < kPerLane; ++j) {
+          key[j] = key[j + 1];
+          s_reg[j] = s_reg[j + 1];
         }
-      s_sel = dev::shfl_idx(s_sel, owner);
+        key[kPerLane - 1] = 0;
+      }
       if (lane == r) {
         my_id = best_id;
         my_s = s_sel;

@@ -9,6 +9,7 @@
 // What differs between the platforms is collected here and nowhere else:
 //   HY4_HD / HY4_DEVICE         host+device and device-only function markers
 //   HY4_SHARED(T, name, N)      a block-shared array (CPU: checked, poisoned)
+//   HY4_LAUNCH_BOUNDS(threads)  __launch_bounds__ on GPUs
 //   hy4::dev::sync_block()      __syncthreads
 //   hy4::dev::shfl_xor/down/idx, ballot, any, all, lane_id, warp_size
 //   HY4_LAUNCH(kernel, grid, block, stream, args...)
@@ -35,6 +36,13 @@
 #define HY4_DEVICE __device__
 #else
 #error "hy4_platform.h: define one of HY4_BACKEND_CPU, HY4_BACKEND_HIP, HY4_BACKEND_CUDA"
+#endif
+
+// The most threads a kernel is launched with (lets the compiler use more registers).
+#if defined(HY4_BACKEND_CPU)
+#define HY4_LAUNCH_BOUNDS(threads)
+#else
+#define HY4_LAUNCH_BOUNDS(threads) __launch_bounds__(threads)
 #endif
 
 #if defined(HY4_BACKEND_CPU)
