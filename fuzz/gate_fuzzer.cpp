@@ -5,8 +5,6 @@
 // failure writes a case file for hy4-repro and aborts.
 #include <fuzzer/FuzzedDataProvider.h>
 
-#include <cstdio>
-#include <cstdlib>
 
 #include "device_buffer.h"
 #include "gate_harness.h"
@@ -53,13 +51,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else {
     v = check_gate(c, run_gate_eager(c, stream));
   }
-  if (!v.ok()) {
-    c.origin = std::string("gate_fuzzer warp") + std::to_string(warp) + (graph ? " graph" : " eager");
-    const std::string path = save_failed_case(gate_to_file(c), "gate_fuzzer." + std::to_string(seed));
-    std::fprintf(stderr, "gate_fuzzer: FAIL (warp %d, %s): %s\ncase file: %s (replay: hy4-repro%s --warp %d %s)\n",
-                 warp, graph ? "graph" : "eager", v.summary().c_str(), path.c_str(), graph ? " --graph" : "", warp,
-                 path.c_str());
-    std::abort();
-  }
+  if (!v.ok()) report_fuzz_failure(gate_to_file(c), v.summary(), warp, graph, seed);
   return 0;
 }

@@ -151,4 +151,14 @@ std::string save_failed_case(const CaseFile& c, const std::string& stem) {
   return path;
 }
 
+void report_fuzz_failure(const CaseFile& c, const std::string& verdict_summary, int warp, bool graph, uint64_t seed) {
+  CaseFile keep = c;
+  keep.text["origin"] = c.op + "_fuzzer warp" + std::to_string(warp) + (graph ? " graph" : " eager");
+  const std::string path = save_failed_case(keep, c.op + "_fuzzer." + std::to_string(seed));
+  std::fprintf(stderr, "%s_fuzzer: FAIL (warp %d, %s): %s\ncase file: %s (replay: hy4-repro%s --warp %d %s)\n",
+               c.op.c_str(), warp, graph ? "graph" : "eager", verdict_summary.c_str(), path.c_str(),
+               graph ? " --graph" : "", warp, path.c_str());
+  std::abort();
+}
+
 }  // namespace hy4::harness

@@ -53,4 +53,10 @@ std::string failed_case_dir();
 // Writes the case as <dir>/<stem>.case and returns the path ("" if it could not).
 std::string save_failed_case(const CaseFile& c, const std::string& stem);
 
+// A fuzzer's differential check failed: writes the case as <op>_fuzzer.<seed>.case,
+// prints the verdict and the hy4-repro command line, and aborts (libFuzzer keeps the
+// input as a crash artifact).
+[[noreturn]] void report_fuzz_failure(const CaseFile& c, const std::string& verdict_summary, int warp, bool graph,
+                                      uint64_t seed);
+
 }  // namespace hy4::harness

@@ -351,110 +351,57 @@ std::vector<std::string> gate_bad_argument_failures(int* classes) {
   return failures;
 }
 
+Replays<GateCase, std::vector<uint16_t>> gate_graph_scenario(uint64_t seed, int64_t T, bool in_place,
+                                                             int replays, hy4::rt::Stream s) {
+  GateShape shape;
+  shape.T = T;
+  shape.W = 2048;
+  shape.out_pad = in_place ? 0 : 8;
+  shape.in_place = in_place;
+  const GateCase capture = make_gate_case(seed, shape);
+  std::vector<GateCase> data;
+  std::vector<int64_t> real_rows;
+  for (int k = 0; k < replays; ++k) {
+    data.push_back(make_gate_case(seed + 1 + k, shape));
+    real_rows.push_back((k * 5) % (T + 1));  // 0..T real rows, the rest graph padding
+  }
+  Replays<GateCase, std::vector<uint16_t>> r;
+  r.outs = run_gate_replays(capture, data, real_rows, s, &r.as_run);
+  return r;
+}
+
 std::vector<ConformanceRow> conform_gate(const ConformanceOptions& o) {
-  std::vector<ConformanceRow> rows;
-  ScopedStream s;
-  ConformanceRow bit{"gate", "bitwise == bit model (eager)"}, bound{"gate", "float64 bound"};
-  Verdict all;
-  auto run_one = [&](const GateCase& c, const std::string& stem) {
-    const Verdict v = check_gate(c, run_gate_eager(c, s));
-    if (o.verbose) std::printf("  gate seed %llu T=%lld W=%lld: %s\n", static_cast<unsigned long long>(c.seed),
-                               static_cast<long long>(c.shape.T), static_cast<long long>(c.shape.W), v.ok() ? "ok" : "FAIL");
-    all.merge(v);
-    ++bit.cases;
-    ++bound.cases;
-    if (!v.ok() && bit.detail.empty()) {
-      GateCase keep = c;
-      keep.origin = stem;
-      bit.detail = "seed " + std::to_string(c.seed) + ": " + (v.first_differences.empty() ? "" : v.first_differences[0]) +
-                   " -> " + save_failed_case(gate_to_file(keep), stem);
+  OpBattery<GateCase, std::vector<uint16_t>> b;
+  b.op = "gate";
+  b.bound_name = "float64 bound";
+  b.cases = [](const ConformanceOptions& opt) {
+    std::vector<std::pair<GateCase, std::string>> v;
+    for (uint64_t seed : opt.seeds) {
+      GateShape prod;  // HY V4 TP8 production shape
+      prod.T = 64;
+      prod.W = 2048;
+      v.emplace_back(make_gate_case(seed, prod), "conformance.gate.production." + std::to_string(seed));
+      for (int k = 0; k < opt.cases_per_seed; ++k) {
+        const uint64_t cs = seed * 1000003u + k;
+        v.emplace_back(random_gate_case(cs, 24, 3000), "conformance.gate.random." + std::to_string(cs));
+      }
     }
+    return v;
   };
-  for (uint64_t seed : o.seeds) {
-    GateShape prod;  // HY V4 TP8 production shape
-    prod.T = 64;
-    prod.W = 2048;
-    run_one(make_gate_case(seed, prod), "conformance.gate.production." + std::to_string(seed));
-    for (int k = 0; k < o.cases_per_seed; ++k) {
-      const uint64_t cs = seed * 1000003u + k;
-      run_one(random_gate_case(cs, 24, 3000), "conformance.gate.random." + std::to_string(cs));
-    }
-  }
-  bit.worst = std::to_string(all.bit_mismatches) + " differing elements of " + std::to_string(all.elements);
-  bit.pass = all.bit_mismatches == 0;
-  bound.worst = std::to_string(static_cast<int>(all.worst_ulp)) + " ulp (bound " +
-                std::to_string(static_cast<int>(all.bound_ulp)) + ")";
-  bound.pass = all.bound_violations == 0;
-  if (!bound.pass && bound.detail.empty() && !all.first_differences.empty()) bound.detail = all.first_differences[0];
-  rows.push_back(bit);
-  rows.push_back(bound);
-
-  ConformanceRow graph{"gate", "graph replay == eager == bit model"};
-  {
-    int64_t diffs = 0;
-    for (bool in_place : {false, true}) {
-      GateShape shape;
-      shape.T = 32;
-      shape.W = 2048;
-      shape.out_pad = in_place ? 0 : 8;
-      shape.in_place = in_place;
-      const GateCase capture = make_gate_case(o.seeds.empty() ? 1 : o.seeds[0], shape);
-      std::vector<GateCase> data;
-      std::vector<int64_t> real;
-      for (int k = 0; k < 16; ++k) {
-        data.push_back(make_gate_case(0xabc + k, shape));
-        real.push_back((k * 7) % 33);
-      }
-      std::vector<GateCase> as_run;
-      const auto outs = run_gate_replays(capture, data, real, s, &as_run);
-      for (std::size_t k = 0; k < outs.size(); ++k) {
-        ++graph.cases;
-        const Verdict v = check_gate(as_run[k], outs[k]);
-        const bool same_as_eager = run_gate_eager(as_run[k], s) == outs[k];
-        if (!v.ok() || !same_as_eager) {
-          ++diffs;
-          if (graph.detail.empty())
-            graph.detail = "replay " + std::to_string(k) + " -> " +
-                           save_failed_case(gate_to_file(as_run[k]), "conformance.gate.graph." + std::to_string(k));
-        }
-      }
-    }
-    graph.worst = std::to_string(diffs) + " replays differ";
-    graph.pass = diffs == 0;
-  }
-  rows.push_back(graph);
-
-  ConformanceRow warp{"gate", "wave32 == wave64"};
-  const auto sizes = hy4::rt::supported_warp_sizes();
-  if (sizes.size() < 2) {
-    warp.worst = "n/a: device runs warp " + std::to_string(hy4::rt::warp_size()) + " only";
-  } else {
-    int64_t diffs = 0;
-    const int before = hy4::rt::warp_size();
-    for (uint64_t seed : o.seeds) {
-      const GateCase c = random_gate_case(seed, 16, 2100);
-      hy4::rt::set_warp_size(32);
-      const auto a = run_gate_eager(c, s);
-      hy4::rt::set_warp_size(64);
-      const auto b = run_gate_eager(c, s);
-      ++warp.cases;
-      if (a != b) ++diffs;
-    }
-    hy4::rt::set_warp_size(before);
-    warp.worst = std::to_string(diffs) + " cases differ";
-    warp.pass = diffs == 0;
-  }
-  rows.push_back(warp);
-
-  ConformanceRow args{"gate", "bad arguments refused, nothing written"};
-  int classes = 0;
-  const auto fails = gate_bad_argument_failures(&classes);
-  args.cases = classes;
-  args.worst = std::to_string(fails.size()) + " classes mishandled";
-  args.pass = fails.empty();
-  if (!fails.empty()) args.detail = fails[0];
-  rows.push_back(args);
-  return rows;
+  b.run = run_gate_eager;
+  b.check = check_gate;
+  b.to_file = gate_to_file;
+  b.bound_worst = [](const Verdict& v) {
+    return std::to_string(static_cast<int>(v.worst_ulp)) + " ulp (bound " + std::to_string(static_cast<int>(v.bound_ulp)) + ")";
+  };
+  b.replays = [](const ConformanceOptions& opt, hy4::rt::Stream s) {
+    const uint64_t seed = opt.seeds.empty() ? 1 : opt.seeds[0];
+    return std::vector<Replays<GateCase, std::vector<uint16_t>>>{gate_graph_scenario(seed, 32, false, 16, s),
+                                                                  gate_graph_scenario(seed, 32, true, 16, s)};
+  };
+  b.warp_case = [](uint64_t seed) { return random_gate_case(seed, 16, 2100); };
+  b.bad_arguments = gate_bad_argument_failures;
+  return run_battery(b, o);
 }
 
 }  // namespace hy4::harness

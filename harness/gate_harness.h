@@ -62,7 +62,15 @@ std::vector<std::vector<uint16_t>> run_gate_replays(const GateCase& capture, con
 
 }  // namespace hy4::harness
 
+#include "conformance.h"
+
 namespace hy4::harness {
+// Captures at T rows x 2048 (in place or not), replays `replays` times with new data and
+// real row counts 0..T (graph padding), as run_gate_replays describes.
+Replays<GateCase, std::vector<uint16_t>> gate_graph_scenario(uint64_t seed, int64_t T, bool in_place,
+                                                             int replays, hy4::rt::Stream s);
+std::vector<ConformanceRow> conform_gate(const ConformanceOptions& o);
+
 // Tries every bad-argument class of SPEC "Rules" on the gate plan; returns one line
 // per class that was accepted, refused without naming the argument, or wrote out.
 // `classes` receives how many classes were tried.

@@ -528,107 +528,58 @@ std::vector<std::string> topk_bad_argument_failures(int* classes) {
   return failures;
 }
 
-std::vector<ConformanceRow> conform_topk(const ConformanceOptions& o) {
-  std::vector<ConformanceRow> rows;
-  ScopedStream s;
-  ConformanceRow bit{"topk", "bitwise == bit model (eager)"}, bound{"topk", "float64 choice + weight bound"};
-  Verdict all;
-  auto run_one = [&](const TopkCase& c, const std::string& stem) {
-    const Verdict v = check_topk(c, run_topk_eager(c, s));
-    if (o.verbose)
-      std::printf("  topk seed %llu T=%lld E=%d k=%d: %s\n", static_cast<unsigned long long>(c.seed),
-                  static_cast<long long>(c.shape.T), c.shape.E, c.shape.k, v.ok() ? "ok" : "FAIL");
-    all.merge(v);
-    ++bit.cases;
-    ++bound.cases;
-    if (!v.ok() && bit.detail.empty()) {
-      TopkCase keep = c;
-      keep.origin = stem;
-      bit.detail = "seed " + std::to_string(c.seed) + ": " +
-                   (v.first_differences.empty() ? "" : v.first_differences[0]) + " -> " +
-                   save_failed_case(topk_to_file(keep), stem);
-    }
-  };
-  for (uint64_t seed : o.seeds) {
-    TopkShape hy;  // HY V4: E = 256, k = 8, fp32, rsf 2.827, renormalised; [:, :8] of [T, 9] / [T, 10]
-    hy.T = 64;
-    hy.values = TopkValues::Mixed;
-    run_one(make_topk_case(seed, hy), "conformance.topk.hyv4." + std::to_string(seed));
-    for (int k = 0; k < o.cases_per_seed; ++k) {
-      const uint64_t cs = seed * 1000003u + 77 + k;
-      run_one(random_topk_case(cs, 24), "conformance.topk.random." + std::to_string(cs));
-    }
+Replays<TopkCase, TopkOutput> topk_graph_scenario(uint64_t seed, int64_t T, bool bf16, int replays,
+                                                  hy4::rt::Stream s) {
+  TopkShape sh;
+  sh.T = T;
+  sh.bf16 = bf16;
+  sh.values = TopkValues::Mixed;
+  const TopkCase capture = make_topk_case(seed, sh);
+  std::vector<TopkCase> data;
+  std::vector<int64_t> real;
+  for (int k = 0; k < replays; ++k) {
+    data.push_back(make_topk_case(seed + 1 + k, sh));
+    real.push_back(k == 0 ? -3 : (k * 9) % (T + 5));  // negative (clamped to 0), 0..T, past T
   }
-  bit.worst = std::to_string(all.bit_mismatches) + " differing elements of " + std::to_string(all.elements);
-  bit.pass = all.bit_mismatches == 0;
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.2f ulp (bound 6 + k/2)", all.worst_ulp);
-  bound.worst = buf;
-  bound.pass = all.bound_violations == 0;
-  if (!bound.pass && !all.first_differences.empty()) bound.detail = all.first_differences[0];
-  rows.push_back(bit);
-  rows.push_back(bound);
+  Replays<TopkCase, TopkOutput> r;
+  r.outs = run_topk_replays(capture, data, real, s, &r.as_run);
+  return r;
+}
 
-  ConformanceRow graph{"topk", "graph replay == eager == bit model"};
-  {
-    int64_t diffs = 0;
-    TopkShape shape;
-    shape.T = 48;
-    shape.values = TopkValues::Mixed;
-    const TopkCase capture = make_topk_case(o.seeds.empty() ? 1 : o.seeds[0], shape);
-    std::vector<TopkCase> data;
-    std::vector<int64_t> real;
-    for (int k = 0; k < 16; ++k) {
-      data.push_back(make_topk_case(0x70b + k, shape));
-      real.push_back((k * 11) % 50 - 1);  // includes -1 (clamped to 0) and past T
-    }
-    std::vector<TopkCase> as_run;
-    const auto outs = run_topk_replays(capture, data, real, s, &as_run);
-    for (std::size_t k = 0; k < outs.size(); ++k) {
-      ++graph.cases;
-      const Verdict v = check_topk(as_run[k], outs[k]);
-      if (!v.ok() || !(run_topk_eager(as_run[k], s) == outs[k])) {
-        ++diffs;
-        if (graph.detail.empty())
-          graph.detail = "replay " + std::to_string(k) + " -> " +
-                         save_failed_case(topk_to_file(as_run[k]), "conformance.topk.graph." + std::to_string(k));
+std::vector<ConformanceRow> conform_topk(const ConformanceOptions& o) {
+  OpBattery<TopkCase, TopkOutput> b;
+  b.op = "topk";
+  b.bound_name = "float64 choice + weight bound";
+  b.cases = [](const ConformanceOptions& opt) {
+    std::vector<std::pair<TopkCase, std::string>> v;
+    for (uint64_t seed : opt.seeds) {
+      TopkShape hy;  // HY V4: E = 256, k = 8, fp32, rsf 2.827, renormalised; [:, :8] of [T, 9] / [T, 10]
+      hy.T = 64;
+      hy.values = TopkValues::Mixed;
+      v.emplace_back(make_topk_case(seed, hy), "conformance.topk.hyv4." + std::to_string(seed));
+      for (int k = 0; k < opt.cases_per_seed; ++k) {
+        const uint64_t cs = seed * 1000003u + 77 + k;
+        v.emplace_back(random_topk_case(cs, 24), "conformance.topk.random." + std::to_string(cs));
       }
     }
-    graph.worst = std::to_string(diffs) + " replays differ";
-    graph.pass = diffs == 0;
-  }
-  rows.push_back(graph);
-
-  ConformanceRow warp{"topk", "wave32 == wave64"};
-  if (hy4::rt::supported_warp_sizes().size() < 2) {
-    warp.worst = "n/a: device runs warp " + std::to_string(hy4::rt::warp_size()) + " only";
-  } else {
-    int64_t diffs = 0;
-    const int before = hy4::rt::warp_size();
-    for (uint64_t seed : o.seeds) {
-      const TopkCase c = random_topk_case(seed, 16);
-      hy4::rt::set_warp_size(32);
-      const auto a = run_topk_eager(c, s);
-      hy4::rt::set_warp_size(64);
-      const auto b = run_topk_eager(c, s);
-      ++warp.cases;
-      if (!(a == b)) ++diffs;
-    }
-    hy4::rt::set_warp_size(before);
-    warp.worst = std::to_string(diffs) + " cases differ";
-    warp.pass = diffs == 0;
-  }
-  rows.push_back(warp);
-
-  ConformanceRow args{"topk", "bad arguments refused, nothing written"};
-  int classes = 0;
-  const auto fails = topk_bad_argument_failures(&classes);
-  args.cases = classes;
-  args.worst = std::to_string(fails.size()) + " classes mishandled";
-  args.pass = fails.empty();
-  if (!fails.empty()) args.detail = fails[0];
-  rows.push_back(args);
-  return rows;
+    return v;
+  };
+  b.run = run_topk_eager;
+  b.check = check_topk;
+  b.to_file = topk_to_file;
+  b.bound_worst = [](const Verdict& v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.2f ulp (bound 6 + k/2)", v.worst_ulp);
+    return std::string(buf);
+  };
+  b.replays = [](const ConformanceOptions& opt, hy4::rt::Stream s) {
+    const uint64_t seed = opt.seeds.empty() ? 1 : opt.seeds[0];
+    return std::vector<Replays<TopkCase, TopkOutput>>{topk_graph_scenario(seed, 48, false, 16, s),
+                                                       topk_graph_scenario(seed, 48, true, 8, s)};
+  };
+  b.warp_case = [](uint64_t seed) { return random_topk_case(seed, 16); };
+  b.bad_arguments = topk_bad_argument_failures;
+  return run_battery(b, o);
 }
 
 }  // namespace hy4::harness

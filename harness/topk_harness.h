@@ -72,6 +72,10 @@ std::vector<TopkOutput> run_topk_replays(const TopkCase& capture, const std::vec
                                          const std::vector<int64_t>& real_rows, hy4::rt::Stream s,
                                          std::vector<TopkCase>* as_run);
 
+// Captures at T rows (fp32 or bf16 logits, mixed values), replays `replays` times with
+// new data and device row counts below 0, within [0, T] and past T.
+Replays<TopkCase, TopkOutput> topk_graph_scenario(uint64_t seed, int64_t T, bool bf16, int replays,
+                                                  hy4::rt::Stream s);
 std::vector<std::string> topk_bad_argument_failures(int* classes);
 std::vector<ConformanceRow> conform_topk(const ConformanceOptions& o);
 

@@ -159,28 +159,14 @@ TEST(GateProperties, InPlaceEqualsOutOfPlace) {
 TEST(GateGraph, ReplayWithNewDataEqualsEagerAndBitModel) {
   HY4_REQUIRE_DEVICE();
   for (bool in_place : {false, true}) {
-    GateShape shape;
-    shape.T = 16;
-    shape.W = 2048;
-    shape.out_pad = in_place ? 0 : 8;
-    shape.in_place = in_place;
-    const GateCase capture = make_gate_case(0xca97, shape);
-    std::vector<GateCase> data;
-    std::vector<int64_t> real_rows;
-    for (int k = 0; k < 12; ++k) {
-      data.push_back(make_gate_case(0xda7a + k, shape));
-      real_rows.push_back((k * 5) % 17);  // 0..16 real rows, the rest graph padding
-    }
     ScopedStream s;
-    std::vector<GateCase> as_run;
-    const auto outs = run_gate_replays(capture, data, real_rows, s, &as_run);
-    ASSERT_EQ(outs.size(), data.size());
-    for (std::size_t k = 0; k < outs.size(); ++k) {
-      const Verdict v = check_gate(as_run[k], outs[k]);
+    const auto r = gate_graph_scenario(0xca97, 16, in_place, 12, s);
+    ASSERT_EQ(r.outs.size(), 12u);
+    for (std::size_t k = 0; k < r.outs.size(); ++k) {
+      const Verdict v = check_gate(r.as_run[k], r.outs[k]);
       EXPECT_TRUE(v.ok()) << "replay " << k << " (in_place " << in_place << "): " << v.summary() << "\n"
-                          << test::save_case_for_replay(gate_to_file(as_run[k]), "gate.GraphReplay." + std::to_string(k));
-      const auto eager = run_gate_eager(as_run[k], s);
-      EXPECT_EQ(eager, outs[k]) << "replay " << k << " differs from an eager launch on the same data";
+                          << test::save_case_for_replay(gate_to_file(r.as_run[k]), "gate.GraphReplay." + std::to_string(k));
+      EXPECT_EQ(run_gate_eager(r.as_run[k], s), r.outs[k]) << "replay " << k << " differs from an eager launch on the same data";
     }
   }
 }

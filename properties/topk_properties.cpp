@@ -212,25 +212,13 @@ TEST(TopkProperties, EveryKForEveryEdgeE) {
 TEST(TopkGraph, ReplayWithNewDataAndCountsEqualsEagerAndBitModel) {
   HY4_REQUIRE_DEVICE();
   for (bool bf16 : {false, true}) {
-    TopkShape sh;
-    sh.T = 40;
-    sh.bf16 = bf16;
-    sh.values = TopkValues::Mixed;
-    const TopkCase capture = make_topk_case(0xca97, sh);
-    std::vector<TopkCase> data;
-    std::vector<int64_t> real;
-    for (int k = 0; k < 10; ++k) {
-      data.push_back(make_topk_case(0xda7a + k, sh));
-      real.push_back(k == 0 ? -3 : (k * 9) % 45);  // negative, 0..40, past T
-    }
     ScopedStream s;
-    std::vector<TopkCase> as_run;
-    const auto outs = run_topk_replays(capture, data, real, s, &as_run);
-    for (std::size_t k = 0; k < outs.size(); ++k) {
-      const Verdict v = check_topk(as_run[k], outs[k]);
+    const auto r = topk_graph_scenario(0xca97, 40, bf16, 10, s);
+    for (std::size_t k = 0; k < r.outs.size(); ++k) {
+      const Verdict v = check_topk(r.as_run[k], r.outs[k]);
       EXPECT_TRUE(v.ok()) << "replay " << k << ": " << v.summary() << "\n"
-                          << test::save_case_for_replay(topk_to_file(as_run[k]), "topk.GraphReplay." + std::to_string(k));
-      EXPECT_TRUE(run_topk_eager(as_run[k], s) == outs[k]) << "replay " << k << " differs from an eager launch";
+                          << test::save_case_for_replay(topk_to_file(r.as_run[k]), "topk.GraphReplay." + std::to_string(k));
+      EXPECT_TRUE(run_topk_eager(r.as_run[k], s) == r.outs[k]) << "replay " << k << " differs from an eager launch";
     }
   }
 }
