@@ -11,10 +11,10 @@ bad=0
 printf "%-34s %6s %6s %8s\n" "kernel-target" "vgpr" "sgpr" "scratch"
 for f in "${files[@]}"; do
   awk -v file="$(basename "$f" .s)" '
-    /^[ \t]+\.name:[ \t]+_Z/ { name=$2 }
+    /^[ \t]+\.name:[ \t]+_Z/ { name=$2; tmpl=""; if (match(name, /ILi[0-9]+E/)) tmpl="<" substr(name, RSTART+3, RLENGTH-4) ">" }
     /^[ \t]+\.private_segment_fixed_size:/ { scratch=$2 }
     /^[ \t]+\.sgpr_count:/ { sgpr=$2 }
-    /^[ \t]+\.vgpr_count:/ { vgpr=$2; printf "%-34s %6s %6s %8s\n", file, vgpr, sgpr, scratch; if (scratch+0 > 0) exit 1 }
+    /^[ \t]+\.vgpr_count:/ { vgpr=$2; printf "%-34s %6s %6s %8s\n", file tmpl, vgpr, sgpr, scratch; if (scratch+0 > 0) exit 1 }
   ' "$f" || { echo "SCRATCH USED in $f"; bad=1; }
 done
 exit $bad
