@@ -288,6 +288,7 @@ std::vector<std::vector<uint16_t>> run_gate_replays(const GateCase& capture, con
 
 // ---- bad arguments ----------------------------------------------------------------
 #include "conformance.h"
+#include "refusals.h"
 
 namespace hy4::harness {
 
@@ -303,11 +304,7 @@ std::vector<std::string> gate_bad_argument_failures(int* classes) {
     x.out = MatrixView{o.get(), DType::BF16, 4, 32, 36};
     return x;
   };
-  struct Class {
-    const char* must_mention;
-    void (*mutate)(GateArgs&);
-  };
-  static const Class bad[] = {
+  static const RefusalClass<GateArgs> bad[] = {
       {"'gate' is a null pointer", [](GateArgs& x) { x.gate.data = nullptr; }},
       {"'out' is a null pointer", [](GateArgs& x) { x.out.data = nullptr; }},
       {"'attn' has -1 rows", [](GateArgs& x) { x.attn.rows = -1; }},
@@ -326,23 +323,7 @@ std::vector<std::string> gate_bad_argument_failures(int* classes) {
          x.out.data = static_cast<uint16_t*>(x.gate.data) + 32;
        }},
   };
-  std::vector<std::string> failures;
-  try {
-    GatePlan ok(good());
-  } catch (const std::exception& e) {
-    failures.push_back(std::string("the good arguments were refused: ") + e.what());
-  }
-  for (const Class& c : bad) {
-    GateArgs x = good();
-    c.mutate(x);
-    try {
-      GatePlan plan(x);
-      failures.push_back(std::string("accepted (should mention ") + c.must_mention + ")");
-    } catch (const ArgumentError& e) {
-      if (std::string(e.what()).find(c.must_mention) == std::string::npos)
-        failures.push_back(std::string("message '") + e.what() + "' does not mention " + c.must_mention);
-    }
-  }
+  std::vector<std::string> failures = refusal_failures<GatePlan>(good(), bad);
   std::vector<uint16_t> after;
   o.download(after, s);
   hy4::rt::synchronize(s);
