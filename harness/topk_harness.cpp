@@ -35,8 +35,7 @@ float next_up(float f, int n) {
   return f32_from_bits(u);
 }
 
-void fill_row(std::mt19937_64& rng, TopkValues mode, float* logit, float* bias_unused, int E) {
-  (void)bias_unused;
+void fill_row(std::mt19937_64& rng, TopkValues mode, float* logit, int E) {
   std::normal_distribution<float> n2(0.0f, 2.0f);
   std::uniform_real_distribution<float> u(0, 1);
   switch (mode) {
@@ -79,7 +78,7 @@ TopkCase make_topk_case(uint64_t seed, const TopkShape& shape) {
   for (int64_t t = 0; t < shape.T; ++t) {
     TopkValues mode = shape.values;
     if (mode == TopkValues::Mixed) mode = static_cast<TopkValues>(rng() % 5);
-    fill_row(rng, mode, row.data(), nullptr, E);
+    fill_row(rng, mode, row.data(), E);
     for (int e = 0; e < E; ++e) {
       const int64_t idx = shape.logits_offset + t * c.logits_stride() + e;
       c.logits[idx] = shape.bf16 ? bf16_from_f32(row[e]) : fbits(row[e]);

@@ -48,6 +48,13 @@ __global__ void uninit_shared_kernel(int* out) {
   out[threadIdx.x] = static_cast<int>(buf[threadIdx.x]);
 }
 
+__global__ void shared_out_of_range_kernel(int* out) {
+  HY4_SHARED(int, buf, 64);
+  buf[threadIdx.x + 1] = 1;  // thread 63 writes buf[64]
+  __syncthreads();
+  out[threadIdx.x] = 0;
+}
+
 __global__ void early_exit_barrier_kernel(int* out) {
   if (threadIdx.x == 3) return;
   __syncthreads();
@@ -130,6 +137,14 @@ TEST_P(Executor, SharedMemoryStartsAsGarbageAndUnwrittenReadsAreReported) {
   const std::string f = fault_of([&] { HY4_LAUNCH(uninit_shared_kernel, dim3(1), dim3(64), s.get(), dout.get()); });
   EXPECT_NE(f.find("reads buf["), std::string::npos) << f;
   EXPECT_NE(f.find("uninit_shared_kernel"), std::string::npos) << f;
+}
+
+TEST_P(Executor, SharedIndexPastTheEndIsReported) {
+  DeviceBuffer<int> dout(64);
+  ScopedStream s;
+  const std::string f =
+      fault_of([&] { HY4_LAUNCH(shared_out_of_range_kernel, dim3(1), dim3(64), s.get(), dout.get()); });
+  EXPECT_NE(f.find("index 64 is past the end of shared array buf[64]"), std::string::npos) << f;
 }
 
 TEST_P(Executor, BarrierNotReachedByEveryThreadIsReported) {

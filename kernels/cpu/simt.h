@@ -75,6 +75,7 @@ struct SharedSlot {
 SharedSlot shared_allocate(std::size_t count, std::size_t elem_size, const char* name);
 void report_shared_uninit(const char* name, std::size_t index);
 void report_shared_oob(const char* name, std::size_t index, std::size_t count);
+// A per-thread scratch area of at least `bytes` bytes, suitably aligned.
 unsigned char* shared_scratch(std::size_t bytes);
 
 template <class T>
@@ -103,9 +104,10 @@ struct SharedArray {
   std::size_t count;
   const char* name;
   SharedRef<T> operator[](std::size_t i) const {
-    if (i >= count) {
+    if (i >= count) {  // reported; the access goes to a per-thread scratch slot instead
       report_shared_oob(name, i, count);
-      return SharedRef<T>{reinterpret_cast<T*>(shared_scratch(sizeof(T))), shared_scratch(sizeof(T)) + sizeof(T) - 1, name, i};
+      unsigned char* scratch = shared_scratch(sizeof(T) + 1);
+      return SharedRef<T>{reinterpret_cast<T*>(scratch), scratch + sizeof(T), name, i};
     }
     return SharedRef<T>{data + i, written + i, name, i};
   }

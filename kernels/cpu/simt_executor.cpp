@@ -10,6 +10,7 @@
 #include <ucontext.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -512,9 +513,10 @@ void report_shared_oob(const char* name, std::size_t index, std::size_t count) {
                   "[" + std::to_string(count) + "]");
 }
 unsigned char* shared_scratch(std::size_t bytes) {
-  thread_local unsigned char scratch[64];
-  (void)bytes;
-  return scratch;
+  thread_local std::vector<std::max_align_t> scratch;
+  const std::size_t words = (bytes + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t);
+  if (scratch.size() < words) scratch.resize(words);
+  return reinterpret_cast<unsigned char*>(scratch.data());
 }
 
 // Runs one launch now (called by the CPU runtime on eager launches and on replay).
