@@ -78,11 +78,7 @@ int main(int argc, char** argv) {
     for (auto& v : h) v = static_cast<uint16_t>(0x3c00 + rng() % 0x0800);
     a.upload(h, s);
     g.upload(h, s);
-    GateArgs args;
-    args.attn = MatrixView{a.get(), DType::BF16, T, W, W};
-    args.gate = MatrixView{g.get(), DType::BF16, T, W, W};
-    args.out = MatrixView{o.get(), DType::BF16, T, W, W};
-    GatePlan plan(args);
+    GatePlan plan(dense_gate_args(a.get(), g.get(), o.get(), T, W));
     const Stats st = time_graph([&](hy4::rt::Stream cs) { plan.launch(cs); }, launches, replays, s);
     const double bytes = 3.0 * T * W * 2;
     const double floor_us = bytes / (peak_gbs * 1e3);

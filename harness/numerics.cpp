@@ -23,12 +23,7 @@ uint16_t bf16_from_f64(double x) {
 }
 
 static int64_t ordered16(uint16_t h) { return (h & 0x8000) ? -static_cast<int64_t>(h & 0x7FFF) : static_cast<int64_t>(h); }
-static int64_t ordered32(float f) {
-  const uint32_t u = f32_bits(f);
-  return (u & 0x80000000u) ? -static_cast<int64_t>(u & 0x7FFFFFFFu) : static_cast<int64_t>(u);
-}
 int64_t bf16_ulp_distance(uint16_t a, uint16_t b) { return std::llabs(ordered16(a) - ordered16(b)); }
-int64_t f32_ulp_distance(float a, float b) { return std::llabs(ordered32(a) - ordered32(b)); }
 bool bf16_is_nan(uint16_t h) { return (h & 0x7FFF) > 0x7F80; }
 
 std::string hex16(uint16_t v) {

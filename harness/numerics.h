@@ -11,10 +11,9 @@ namespace hy4::harness {
 
 // float64 rounded once to bf16 (round-to-nearest-even, canonical NaN).
 uint16_t bf16_from_f64(double x);
-// Distance in units in the last place between two bf16 / fp32 values on the ordered
-// number line (+0 and -0 are 0 apart).  Neither may be NaN.
+// Distance in units in the last place between two bf16 values on the ordered number
+// line (+0 and -0 are 0 apart).  Neither may be NaN.
 int64_t bf16_ulp_distance(uint16_t a, uint16_t b);
-int64_t f32_ulp_distance(float a, float b);
 bool bf16_is_nan(uint16_t h);
 std::string hex16(uint16_t v);
 std::string hex32(uint32_t v);

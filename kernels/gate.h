@@ -17,6 +17,15 @@ struct GateArgs {
   MatrixView out;   // [T, W] bf16
 };
 
+// Dense [T, W] views of three device buffers (row stride W).
+inline GateArgs dense_gate_args(uint16_t* attn, uint16_t* gate, uint16_t* out, int64_t T, int64_t W) {
+  GateArgs a;
+  a.attn = MatrixView{attn, DType::BF16, T, W, W};
+  a.gate = MatrixView{gate, DType::BF16, T, W, W};
+  a.out = MatrixView{out, DType::BF16, T, W, W};
+  return a;
+}
+
 class GatePlan {
  public:
   static constexpr int64_t kMaxRows = int64_t{1} << 24;

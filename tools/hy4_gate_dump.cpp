@@ -41,11 +41,7 @@ int main(int argc, char** argv) {
   DeviceBuffer<uint16_t> a(T * W), g(T * W), o(T * W);
   a.upload(ha, s);
   g.upload(hg, s);
-  GateArgs args;
-  args.attn = MatrixView{a.get(), DType::BF16, T, W, W};
-  args.gate = MatrixView{g.get(), DType::BF16, T, W, W};
-  args.out = MatrixView{o.get(), DType::BF16, T, W, W};
-  GatePlan(args).launch(s);
+  GatePlan(dense_gate_args(a.get(), g.get(), o.get(), T, W)).launch(s);
   o.download(ho, s);
   hy4::rt::synchronize(s);
   write(dir + "/attn.bin", ha);
