@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # ci/setup.sh: installs what the project needs on Debian 12 (Debian's registry only).
-# clang-22 + lld + compiler-rt (HIP for gfx942/gfx950, libFuzzer, ASan/UBSan), Debian's
-# HIP 5.2 and ROCm device libs, rapidcheck, Eigen, GoogleTest, CMake, Ninja.
+# clang-22 + lld + compiler-rt (HIP for gfx942/gfx950, libFuzzer, ASan/UBSan),
+# clang-tools-22 (clang-offload-bundler: the HIP driver calls it for every AMD compile),
+# llvm-22 (llvm-cov / llvm-profdata for ci/coverage.sh), Debian's HIP 5.2 and ROCm device
+# libs, rapidcheck, Eigen, GoogleTest, CMake, Ninja (every CMake call in ci/ uses -G Ninja
+# or a preset, so make is not needed), git and ca-certificates (a minimal root has neither).
 # nvcc is not a Debian package: the cuda preset is built only where /usr/local/cuda is.
 set -euo pipefail
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-pkgs=(cmake ninja-build g++ python3 clang-22 lld-22 libclang-rt-22-dev libamdhip64-dev rocm-device-libs
-      librapidcheck-dev libeigen3-dev libgtest-dev)
+pkgs=(cmake ninja-build g++ python3 git ca-certificates clang-22 lld-22 libclang-rt-22-dev clang-tools-22 llvm-22
+      libamdhip64-dev rocm-device-libs librapidcheck-dev libeigen3-dev libgtest-dev)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -12,9 +12,7 @@ HY4_DEVICE inline uint16_t gate_one(uint16_t a, uint16_t g) {
   return bf16_from_f32(bf16_to_f32(a) * bf16_to_f32(s));
 }
 
-struct alignas(16) Bf16x8 {
-  uint16_t v[8];
-};
+using dev::Bf16x8;
 
 // Rows are spread over blocks (grid-stride); inside a row, threads take 8-wide
 // vectors for the aligned prefix (when the plan found every row start 16-byte

@@ -39,6 +39,8 @@ class TopkPlan {
   static constexpr int kMaxK = 32;
   static constexpr int64_t kMaxStride = int64_t{1} << 24;
   static constexpr int kBlockThreads = 256;  // 8 warps of 32 or 4 wavefronts of 64: a warp per row
+  static constexpr int64_t kMaxGrid = 65535;  // blocks; rows past grid x warps-per-block are reached by the grid-stride loop
+  static constexpr int kSmallE = 256;          // E <= kSmallE: 8 slots per lane, else 16
 
   explicit TopkPlan(const TopkArgs& args);  // throws ArgumentError naming the argument
   void launch(hy4::rt::Stream stream) const;

@@ -145,7 +145,7 @@ void TopkPlan::launch(hy4::rt::Stream stream) const {
              args_.renormalize ? 1 : 0, args_.routed_scaling_factor, args_.num_rows,                            \
              static_cast<float*>(args_.weights.data), args_.weights.row_stride,                                 \
              static_cast<int32_t*>(args_.ids.data), args_.ids.row_stride)
-  if (args_.logits.cols <= 256)
+  if (args_.logits.cols <= kSmallE)
     HY4_TOPK_LAUNCH(topk_kernel<8>);
   else
     HY4_TOPK_LAUNCH(topk_kernel<16>);

@@ -37,7 +37,7 @@ TopkPlan::TopkPlan(const TopkArgs& a) : args_(a) {
   check::no_partial_overlap(op, "ids", a.ids, "logits", a.logits);
   check::no_partial_overlap(op, "ids", a.ids, "weights", a.weights);
   const int64_t rows_per_block = kBlockThreads / 64;  // wave64 worst case; wave32 strides further
-  grid_ = std::min<int64_t>((T + rows_per_block - 1) / rows_per_block, 65535);
+  grid_ = std::min<int64_t>((T + rows_per_block - 1) / rows_per_block, kMaxGrid);
 }
 
 }  // namespace hy4

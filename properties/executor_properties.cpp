@@ -1,9 +1,11 @@
 // executor_properties.cpp: the CPU SIMT executor behaves like a GPU where it matters
 // (cpu backend only).  Barriers and warp collectives at warp 32 and 64, shared memory
 // that starts as garbage, faults for a barrier or collective that not every thread
-// reaches and for reads of unwritten shared memory, launches frozen by value in graphs.
+// reaches and for reads of unwritten shared memory, misaligned vector accesses, blocks
+// in an order other than launch order, launches frozen by value in graphs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -68,6 +70,19 @@ __global__ void divergent_shuffle_kernel(int* out) {
 }
 
 __global__ void write_value_kernel(int* out, int value) { out[threadIdx.x] = value; }
+
+// Copies 16-byte (F32x4) or 8-byte (F32x2) vectors from in + offset to out + offset
+// (offsets in floats): aligned only when the offset is a multiple of the vector.
+template <class V>
+__global__ void vector_copy_kernel(const float* in, int in_offset, float* out, int out_offset) {
+  const V v = reinterpret_cast<const V*>(in + in_offset)[threadIdx.x];
+  reinterpret_cast<V*>(out + out_offset)[threadIdx.x] = v;
+}
+
+// Each block takes the next ticket: order[ticket] = linear block index.
+__global__ void block_order_kernel(int* counter, int* order) {
+  if (threadIdx.x == 0) order[__atomic_fetch_add(counter, 1, __ATOMIC_SEQ_CST)] = static_cast<int>(blockIdx.x);
+}
 
 template <class F>
 std::string fault_of(F&& f) {
@@ -183,6 +198,66 @@ TEST_P(Executor, GraphFreezesLaunchArgumentsByValue) {
   std::vector<int> out;
   dout.download(out, s);
   for (int v : out) ASSERT_EQ(v, 1);
+}
+
+TEST_P(Executor, MisalignedVectorAccessIsReportedAsAGpuWould) {
+  DeviceBuffer<float> din(4 * 64 + 8), dout(4 * 64 + 8);
+  ScopedStream s;
+  std::vector<float> zeros(din.size(), 0.0f);
+  din.upload(zeros, s);
+  // Aligned: no fault, the data arrives.
+  EXPECT_EQ(fault_of([&] { HY4_LAUNCH(vector_copy_kernel<hy4::dev::F32x4>, dim3(1), dim3(64), s.get(), din.get(), 4, dout.get(), 8); }), "");
+  EXPECT_EQ(fault_of([&] { HY4_LAUNCH(vector_copy_kernel<hy4::dev::F32x2>, dim3(1), dim3(64), s.get(), din.get(), 2, dout.get(), 6); }), "");
+  // 16-byte load 8 bytes off, 16-byte store 4 bytes off, 8-byte load 4 bytes off.
+  struct Bad {
+    int in_off, out_off, bytes;
+    const char* what;
+  } bad[] = {{2, 0, 16, "load"}, {0, 1, 16, "store"}, {1, 0, 8, "load"}, {0, 3, 8, "store"}};
+  for (const Bad& b : bad) {
+    const std::string f = fault_of([&] {
+      if (b.bytes == 16)
+        HY4_LAUNCH(vector_copy_kernel<hy4::dev::F32x4>, dim3(1), dim3(64), s.get(), din.get(), b.in_off, dout.get(), b.out_off);
+      else
+        HY4_LAUNCH(vector_copy_kernel<hy4::dev::F32x2>, dim3(1), dim3(64), s.get(), din.get(), b.in_off, dout.get(), b.out_off);
+    });
+    EXPECT_NE(f.find(std::to_string(b.bytes) + "-byte vector " + b.what), std::string::npos) << f;
+    EXPECT_NE(f.find("is not aligned to " + std::to_string(b.bytes) + " bytes"), std::string::npos) << f;
+    EXPECT_NE(f.find("vector_copy_kernel"), std::string::npos) << "the fault names the kernel: " << f;
+  }
+}
+
+// Blocks run in an order that is not the launch order, and the order follows the
+// scheduling seed: a kernel that depends on block order (block b reading what block
+// b-1 wrote, a "last block" that assumes the others finished) is caught.
+TEST_P(Executor, BlockOrderDiffersFromLaunchOrderAndFollowsTheSchedulingSeed) {
+  const int blocks = 512;
+  auto run_order = [&](unsigned long long seed) {
+    hy4::cpu::set_sched_seed(seed);
+    DeviceBuffer<int> counter(1), order(blocks);
+    ScopedStream s;
+    std::vector<int> zero(1, 0);
+    counter.upload(zero, s);
+    HY4_LAUNCH(block_order_kernel, dim3(blocks), dim3(64), s.get(), counter.get(), order.get());
+    std::vector<int> o;
+    order.download(o, s);
+    hy4::rt::synchronize(s);
+    return o;
+  };
+  const unsigned long long saved = hy4::cpu::sched_seed();
+  const std::vector<int> a = run_order(1), b = run_order(2);
+  hy4::cpu::set_sched_seed(saved);
+  std::vector<int> launch(blocks), reversed(blocks);
+  for (int i = 0; i < blocks; ++i) launch[i] = i, reversed[i] = blocks - 1 - i;
+  std::vector<int> sorted_a = a;
+  std::sort(sorted_a.begin(), sorted_a.end());
+  EXPECT_EQ(sorted_a, launch) << "every block ran exactly once";
+  EXPECT_NE(a, launch) << "blocks ran in launch order";
+  EXPECT_NE(a, reversed) << "blocks ran in reverse launch order";
+  EXPECT_NE(a, b) << "the block order did not change with the scheduling seed";
+  // The first blocks to run are spread over the grid, not a prefix of it.
+  int late_in_first_16 = 0;
+  for (int i = 0; i < 16; ++i) late_in_first_16 += a[i] >= blocks / 2;
+  EXPECT_GT(late_in_first_16, 0) << "the first 16 blocks to run were all from the first half of the grid";
 }
 
 INSTANTIATE_TEST_SUITE_P(Warp, Executor, ::testing::Values(32, 64),

@@ -141,6 +141,21 @@ TEST(GateProperties, ZeroRowsLaunchesNothingAndWritesNothing) {
   EXPECT_TRUE(gate_case_passes(make_gate_case(7, shape), "gate.ZeroRows"));
 }
 
+// The grid is capped (GatePlan::kMaxGrid blocks, one row each per pass): rows past the
+// cap are reached only through the grid-stride loop.  1-element rows keep it cheap;
+// W = 8 and 9 take the vector path with and without a tail past the cap.
+TEST(GateProperties, RowsPastTheGridCapAreWritten) {
+  HY4_REQUIRE_DEVICE();
+  for (int64_t W : {1, 8, 9}) {
+    GateShape shape;
+    shape.T = GatePlan::kMaxGrid + 3;
+    shape.W = W;
+    shape.out_pad = W == 1 ? 1 : 0;
+    const GateCase c = make_gate_case(0x9c0 + W, shape);
+    EXPECT_TRUE(gate_case_passes(c, "gate.RowsPastTheGridCap.W" + std::to_string(W)));
+  }
+}
+
 TEST(GateProperties, InPlaceEqualsOutOfPlace) {
   HY4_REQUIRE_DEVICE();
   for (uint64_t seed : test::seed_list()) {

@@ -32,9 +32,27 @@ namespace {
                                        << test::save_case_for_replay(topk_to_file(keep), stem);
 }
 
+// The kernel's case splits (kernels/topk.hip, topk_plan.cpp) and where the generator
+// and the split tests below cross each one, on both sides, at warp 32 and 64 (every
+// test runs in the cpu32 and the cpu64 variant):
+//   slots per lane        template 8 for E <= TopkPlan::kSmallE (256), 16 above: E = 256 | 257
+//   slots a lane fills    ceil(E / warp): E = 32j and 32j + 1 (warp 32), 64j and 64j + 1 (warp 64)
+//   ranks per lane        lane r keeps rank r: k = 1 .. 32 (= warp at 32: k = 31 | 32)
+//   rows per block        256 / warp rows (8 or 4): T = 3, 4, 5 | 7, 8, 9, several blocks at T <= 12
+//   grid cap              TopkPlan::kMaxGrid blocks: T past kMaxGrid * 8 rows (RowsPastTheGridCap)
+//   device row count      none | < 0 | within [0, T] | past T; padded rows get -1 / +0
+//   logits dtype          fp32 | bf16;   renormalize  on | off (the sum floor when all underflow)
+std::vector<int> topk_split_experts() {
+  std::vector<int> e = {1, 2, 3};
+  for (int j = 1; j <= 16; ++j)
+    for (int d : {-1, 0, 1})
+      if (32 * j + d <= 512) e.push_back(32 * j + d);
+  return e;
+}
+
 rc::Gen<TopkShape> gen_topk_shape(int64_t max_T) {
   using namespace rc;
-  return gen::mapcat(gen::weightedOneOf<int>({{3, gen::just(256)}, {2, gen::inRange(1, 513)}, {1, gen::element(1, 2, 31, 32, 33, 64, 511, 512)}}),
+  return gen::mapcat(gen::weightedOneOf<int>({{3, gen::just(256)}, {2, gen::inRange(1, 513)}, {2, gen::elementOf(topk_split_experts())}}),
                      [max_T](int E) {
                        return gen::apply(
                            [E](int64_t T, int k, bool bf16, std::tuple<int64_t, int64_t, int64_t, int64_t> pads,
@@ -206,6 +224,43 @@ TEST(TopkProperties, EveryKForEveryEdgeE) {
       EXPECT_TRUE(topk_case_passes(make_topk_case(E * 100 + k, sh),
                                    "topk.EveryK.E" + std::to_string(E) + "k" + std::to_string(k)));
     }
+}
+
+// Both sides of every E split at this warp size (see the list above gen_topk_shape).
+TEST(TopkProperties, EverySlotSplitBothSides) {
+  HY4_REQUIRE_DEVICE();
+  for (int E : topk_split_experts())
+    for (int k : {1, 8, 31, 32}) {
+      if (k > E) continue;
+      TopkShape sh;
+      sh.T = 5;
+      sh.E = E;
+      sh.k = k;
+      sh.bf16 = (E / 32) % 2 == 1;
+      sh.has_num_rows = true;
+      sh.num_rows = 4;
+      sh.values = TopkValues::Mixed;
+      EXPECT_TRUE(topk_case_passes(make_topk_case(E * 131 + k, sh),
+                                   "topk.EverySlotSplit.E" + std::to_string(E) + "k" + std::to_string(k)));
+    }
+}
+
+// Rows past the grid cap (kMaxGrid blocks x 8 rows at warp 32, x 4 at warp 64) are
+// reached only through the grid-stride loop: E = 1, k = 1 keeps it cheap.  A device row
+// count inside the last pass checks the padded-row path there too.
+TEST(TopkProperties, RowsPastTheGridCapAreWritten) {
+  HY4_REQUIRE_DEVICE();
+  for (bool count : {false, true}) {
+    TopkShape sh;
+    sh.T = TopkPlan::kMaxGrid * (TopkPlan::kBlockThreads / 32) + 3;
+    sh.E = 1;
+    sh.k = 1;
+    sh.weights_pad = 0;
+    sh.ids_pad = 1;
+    sh.has_num_rows = count;
+    sh.num_rows = sh.T - 2;
+    EXPECT_TRUE(topk_case_passes(make_topk_case(0x9c1 + count, sh), "topk.RowsPastTheGridCap"));
+  }
 }
 
 // ---- graph replay ----------------------------------------------------------------------------

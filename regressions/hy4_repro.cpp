@@ -18,7 +18,7 @@
 #include "case_file.h"
 #include "device_buffer.h"
 #include "registry.h"
-#include "support/suite.h"
+#include "session.h"
 
 int main(int argc, char** argv) {
   bool graph = false, require_gpu = false;
@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
     return 3;
   }
   try {
-    const std::string assigned = hy4::test::select_assigned_device();
+    const std::string assigned = hy4::harness::select_assigned_device();
     if (!assigned.empty()) std::printf("hy4-repro: %s\n", assigned.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "hy4-repro: FAILED: %s\n", e.what());

@@ -16,7 +16,7 @@
 #include "conformance.h"
 #include "gate_harness.h"
 #include "topk_harness.h"
-#include "support/suite.h"
+#include "session.h"
 
 int main(int argc, char** argv) {
   hy4::harness::ConformanceOptions o;
@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  o.seeds = hy4::test::seed_list();
+  o.seeds = hy4::harness::seed_list();
   if (hy4::rt::device_count() == 0) {
     std::printf("hy4-conformance: backend %s has no device: %s\n", hy4::rt::backend_name(),
                 hy4::rt::no_device_reason().c_str());
@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
   }
   std::string assigned;
   try {
-    assigned = hy4::test::select_assigned_device();
+    assigned = hy4::harness::select_assigned_device();
   } catch (const std::exception& e) {
     std::printf("hy4-conformance: FAILED: %s\n", e.what());
     return 1;

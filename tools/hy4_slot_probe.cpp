@@ -10,17 +10,17 @@
 #include <cstdlib>
 #include <string>
 
-#include "support/suite.h"
+#include "session.h"
 
 int main(int argc, char** argv) {
   const std::string name = argc > 1 ? argv[1] : "probe";
   std::string type, id;
   try {
-    if (!hy4::test::ctest_assignment(&type, &id)) {
+    if (!hy4::harness::ctest_assignment(&type, &id)) {
       std::fprintf(stderr, "hy4-slot-probe %s: FAILED: CTest assigned no resource\n", name.c_str());
       return 1;
     }
-    std::printf("hy4-slot-probe %s: %s\n", name.c_str(), hy4::test::select_assigned_device().c_str());
+    std::printf("hy4-slot-probe %s: %s\n", name.c_str(), hy4::harness::select_assigned_device().c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "hy4-slot-probe %s: FAILED: %s\n", name.c_str(), e.what());
     return 1;

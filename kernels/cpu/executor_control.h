@@ -5,4 +5,8 @@ namespace hy4::cpu {
 // Warp size the next launches run with: 32 or 64 (default: $HY4_CPU_WARP_SIZE or 64).
 void set_warp_size(int w);
 int warp_size();
+// Seed of the block and thread scheduling order (default: $HY4_CPU_SCHED_SEED or
+// 0x5eed).  Every launch mixes in its own launch number, so launches differ too.
+void set_sched_seed(unsigned long long seed);
+unsigned long long sched_seed();
 }  // namespace hy4::cpu

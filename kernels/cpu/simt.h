@@ -67,6 +67,11 @@ T warp_shuffle(T v, ShuffleKind kind, int arg) {
   return out;
 }
 
+// A global-memory vector access (hy4::dev::Vec, 8 or 16 bytes) at an address not
+// aligned to its size: a GPU faults (or splits it); reported as a KernelFault naming
+// the kernel, block and thread.  `what` is "load" or "store".
+void check_vector_access(const void* addr, std::size_t bytes, const char* type, const char* what);
+
 // ---- shared memory ------------------------------------------------------------
 struct SharedSlot {
   unsigned char* data;

@@ -1,11 +1,14 @@
 // simt_executor.cpp: the CPU SIMT executor behind simt.h.
 //
 // Scheduling: a launch's blocks are shuffled (seeded per launch) and taken by a pool
-// of OS threads; a block's threads are ucontext fibers on one OS thread, resumed in a
+// of OS threads; a block's threads are fibers on one OS thread, resumed in a
 // shuffled round-robin.  A fiber runs until it reaches __syncthreads, a warp
 // collective, or its end.  When no fiber of a block can run and not all are done,
 // the block is deadlocked: the fault names who waits where and who is missing.
 // ASan is told about every stack switch (__sanitizer_start/finish_switch_fiber).
+// The switch itself (x86-64) saves the callee-saved registers and the stack pointer
+// and nothing else: glibc's swapcontext also saves the signal mask, a system call per
+// switch that made a launch of 65535 one-row blocks take 2 s.  Elsewhere: ucontext.
 #include <sys/mman.h>
 #include <ucontext.h>
 
@@ -15,6 +18,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -41,8 +45,84 @@
 #include <sanitizer/common_interface_defs.h>
 #endif
 
+#if defined(__x86_64__)
+#define HY4_FAST_SWITCH 1
+// hy4_fiber_switch(&save_sp, new_sp): pushes rbp, rbx, r12-r15 and the MXCSR / x87
+// control words, stores rsp in *save_sp, loads new_sp, pops the same and returns
+// into the other context.
+extern "C" void hy4_fiber_switch(void** save_sp, void* new_sp);
+__asm__(R"(
+  .text
+  .globl hy4_fiber_switch
+  .type hy4_fiber_switch,@function
+hy4_fiber_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $16, %rsp
+  stmxcsr 8(%rsp)
+  fnstcw (%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr 8(%rsp)
+  fldcw (%rsp)
+  addq $16, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size hy4_fiber_switch,.-hy4_fiber_switch
+)");
+#endif
+
 namespace hy4::cpu {
 namespace {
+
+// A context: the saved stack pointer (fast switch) or a ucontext.
+struct Context {
+#if defined(HY4_FAST_SWITCH)
+  void* sp = nullptr;
+#else
+  ucontext_t uc;
+#endif
+};
+void switch_context(Context& from, Context& to) {
+#if defined(HY4_FAST_SWITCH)
+  hy4_fiber_switch(&from.sp, to.sp);
+#else
+  swapcontext(&from.uc, &to.uc);
+#endif
+}
+// Makes ctx start `entry` (which never returns) on the stack [base, base + size).
+void make_context(Context& ctx, char* base, std::size_t size, void (*entry)()) {
+#if defined(HY4_FAST_SWITCH)
+  uintptr_t top = (reinterpret_cast<uintptr_t>(base) + size) & ~uintptr_t{15};
+  uint64_t* sp = reinterpret_cast<uint64_t*>(top);
+  *--sp = 0;                                   // entry's (absent) return address: rsp % 16 == 8 at entry
+  *--sp = reinterpret_cast<uint64_t>(entry);   // where the switch's ret goes
+  for (int i = 0; i < 6; ++i) *--sp = 0;       // rbp rbx r12 r13 r14 r15
+  sp -= 2;                                     // fp control words: this thread's current ones
+  uint32_t mxcsr;
+  uint16_t fpcw;
+  __asm__ volatile("stmxcsr %0" : "=m"(mxcsr));
+  __asm__ volatile("fnstcw %0" : "=m"(fpcw));
+  std::memcpy(reinterpret_cast<char*>(sp) + 8, &mxcsr, 4);
+  std::memcpy(reinterpret_cast<char*>(sp), &fpcw, 2);
+  ctx.sp = sp;
+#else
+  getcontext(&ctx.uc);
+  ctx.uc.uc_stack.ss_sp = base;
+  ctx.uc.uc_stack.ss_size = size;
+  ctx.uc.uc_link = nullptr;
+  makecontext(&ctx.uc, entry, 0);
+#endif
+}
 
 std::atomic<int> g_warp_size{[] {
   const char* e = std::getenv("HY4_CPU_WARP_SIZE");
@@ -51,13 +131,11 @@ std::atomic<int> g_warp_size{[] {
 }()};
 
 std::atomic<uint64_t> g_launch_counter{0};
-uint64_t sched_base_seed() {
-  static const uint64_t s = [] {
-    const char* e = std::getenv("HY4_CPU_SCHED_SEED");
-    return e ? std::strtoull(e, nullptr, 0) : 0x5eedULL;
-  }();
-  return s;
-}
+std::atomic<uint64_t> g_sched_seed{[] {
+  const char* e = std::getenv("HY4_CPU_SCHED_SEED");
+  return e ? std::strtoull(e, nullptr, 0) : 0x5eedULL;
+}()};
+uint64_t sched_base_seed() { return g_sched_seed.load(); }
 
 std::size_t stack_bytes() {
   static const std::size_t s = [] {
@@ -106,7 +184,7 @@ struct LaunchState;
 struct Block;
 
 struct Fiber {
-  ucontext_t ctx;
+  Context ctx;
   Stack* stack = nullptr;
   FState state = FState::Runnable;
   ThreadIndex idx;
@@ -154,7 +232,7 @@ struct Block {
 };
 
 struct Worker {
-  ucontext_t sched_ctx;
+  Context sched_ctx;
   const void* sched_bottom = nullptr;
   std::size_t sched_size = 0;
   std::vector<std::unique_ptr<Stack>> stacks;
@@ -192,7 +270,7 @@ void yield_to_scheduler(Fiber& f, bool final) {
 #else
   (void)final;
 #endif
-  swapcontext(&f.ctx, &w.sched_ctx);
+  switch_context(f.ctx, w.sched_ctx);
 #if defined(HY4_ASAN)
   __sanitizer_finish_switch_fiber(f.fake_stack, &w.sched_bottom, &w.sched_size);
 #endif
@@ -217,7 +295,7 @@ void run_fiber(Fiber& f) {
   void* fake = nullptr;
   __sanitizer_start_switch_fiber(&fake, f.stack->usable, f.stack->size);
 #endif
-  swapcontext(&w.sched_ctx, &f.ctx);
+  switch_context(w.sched_ctx, f.ctx);
 #if defined(HY4_ASAN)
   __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
 #endif
@@ -350,11 +428,7 @@ void run_block(LaunchState& L, uint64_t block_linear) {
     f.idx.blockIdx = b.idx;
     f.idx.blockDim = L.block;
     f.idx.gridDim = L.grid;
-    getcontext(&f.ctx);
-    f.ctx.uc_stack.ss_sp = f.stack->usable;
-    f.ctx.uc_stack.ss_size = f.stack->size;
-    f.ctx.uc_link = nullptr;
-    makecontext(&f.ctx, fiber_entry, 0);
+    make_context(f.ctx, f.stack->usable, f.stack->size, fiber_entry);
   }
   std::vector<int> order(b.nthreads);
   for (int i = 0; i < b.nthreads; ++i) order[i] = i;
@@ -463,6 +537,18 @@ int warp_size() {
   return w.block ? w.block->launch->warp : g_warp_size.load();
 }
 int lane_id() { return cur().lane; }
+void set_sched_seed(unsigned long long seed) { g_sched_seed = seed; }
+unsigned long long sched_seed() { return g_sched_seed.load(); }
+
+void check_vector_access(const void* addr, std::size_t bytes, const char* type, const char* what) {
+  if (reinterpret_cast<uintptr_t>(addr) % bytes == 0) return;
+  Fiber& f = cur();
+  Block& b = *W().block;
+  std::ostringstream os;
+  os << where(b, f) << ": " << bytes << "-byte vector " << what << " (" << type << ") at " << addr
+     << " is not aligned to " << bytes << " bytes (a GPU faults on it)";
+  b.launch->fault(os.str());
+}
 
 void sync_block() {
   Fiber& f = cur();

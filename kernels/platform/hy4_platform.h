@@ -13,7 +13,8 @@
 //   hy4::dev::sync_block()      __syncthreads
 //   hy4::dev::shfl_xor/down/idx, ballot, any, all, lane_id, warp_size
 //   HY4_LAUNCH(kernel, grid, block, stream, args...)
-//   hy4::dev::float_as_bits / bits_as_float
+//   hy4::dev::Vec<T, N>         8- and 16-byte vector types for global loads/stores
+//                               (CPU: every access through one is checked for alignment)
 // Warp collectives are full-warp only (every lane of the warp takes part); the CPU
 // executor reports any collective that not every lane reaches.
 #pragma once
@@ -87,6 +88,42 @@ __device__ __forceinline__ uint64_t ballot(bool p) { return static_cast<uint64_t
 __device__ __forceinline__ bool any(bool p) { return __any_sync(kFullMask, p) != 0; }
 __device__ __forceinline__ bool all(bool p) { return __all_sync(kFullMask, p) != 0; }
 #endif
+
+// ---- vector types for global memory --------------------------------------------
+// Kernels load and store 8- and 16-byte vectors only through these (reinterpret a
+// global pointer as Vec<T, N>* and copy).  A GPU needs the address aligned to the
+// vector's size; on the CPU executor every copy from or to a Vec in memory checks it
+// and reports a misaligned one as a fault of the launch, naming the kernel.
+template <class T, int N>
+struct alignas(sizeof(T) * N) Vec {
+  static_assert(sizeof(T) * N == 8 || sizeof(T) * N == 16, "vector accesses are 8 or 16 bytes");
+  T v[N];
+#if defined(HY4_BACKEND_CPU)
+  Vec() = default;
+  Vec(const Vec& o) {
+    ::hy4::cpu::check_vector_access(&o, sizeof(Vec), "Vec", "load");
+    copy_bytes(this, &o);
+  }
+  Vec& operator=(const Vec& o) {
+    ::hy4::cpu::check_vector_access(this, sizeof(Vec), "Vec", "store");
+    ::hy4::cpu::check_vector_access(&o, sizeof(Vec), "Vec", "load");
+    copy_bytes(this, &o);
+    return *this;
+  }
+  // After a reported misaligned access the launch goes on (it fails at its end): copy
+  // through pointers whose alignment the compiler no longer knows, so that the host
+  // does not fault on an aligned SSE move first.
+  static void copy_bytes(void* dst, const void* src) {
+    __asm__("" : "+r"(dst), "+r"(src));
+    __builtin_memcpy(static_cast<unsigned char*>(dst), static_cast<const unsigned char*>(src), sizeof(Vec));
+  }
+#endif
+};
+using Bf16x8 = Vec<uint16_t, 8>;
+using Bf16x4 = Vec<uint16_t, 4>;
+using F32x4 = Vec<float, 4>;
+using F32x2 = Vec<float, 2>;
+using I32x4 = Vec<int32_t, 4>;
 
 }  // namespace hy4::dev
 
