@@ -16,6 +16,7 @@
 
 #include "device_buffer.h"
 #include "gate.h"
+#include "sink.h"
 #include "topk.h"
 #include "platform/runtime.h"
 
@@ -71,7 +72,7 @@ int main(int argc, char** argv) {
               "floor_us", "GB/s", "%floor");
   ScopedStream s;
   std::mt19937_64 rng(1);
-  for (int64_t T : {1, 8, 64, 512, 4096, 32768}) {
+  for (int64_t T : {1, 8, 64, 512, 4096, 8192, 32768}) {
     const int64_t W = 2048;
     DeviceBuffer<uint16_t> a(T * W), g(T * W), o(T * W);
     std::vector<uint16_t> h(T * W);
@@ -87,7 +88,42 @@ int main(int argc, char** argv) {
     std::printf("%-6s %-22s %10.2f %10.2f %10.2f %10.2f %9.0f %7.1f%%\n", "gate", shape, st.median_us, st.p10_us,
                 st.p90_us, floor_us, bytes / (st.median_us * 1e3), 100.0 * floor_us / st.median_us);
   }
-  for (int64_t T : {1, 8, 64, 512, 4096, 32768}) {
+  for (int64_t T : {1, 8, 64, 512, 4096, 8192, 32768}) {
+    // HY V4 TP8: out [T, 8, 512] bf16 as a stride-2 view of [T, 16, 512]; lse [T, 16]
+    // viewed with stride 2; every row 5 keys.  In place, so 100 launches keep scaling.
+    const int64_t H = 8, D = 512, P = 16;
+    DeviceBuffer<uint16_t> out(T * P * D);
+    DeviceBuffer<float> lse(T * P), sinks(H);
+    DeviceBuffer<int32_t> indptr(T + 1);
+    std::vector<uint16_t> ho(T * P * D);
+    for (auto& v : ho) v = static_cast<uint16_t>(0x3c00 + rng() % 0x0800);
+    std::vector<float> hl(T * P), hs(H);
+    std::normal_distribution<float> nd(0.0f, 2.0f);
+    for (auto& v : hl) v = nd(rng);
+    for (auto& v : hs) v = nd(rng);
+    std::vector<int32_t> hi(T + 1);
+    for (int64_t t = 0; t <= T; ++t) hi[t] = static_cast<int32_t>(5 * t);
+    out.upload(ho, s);
+    lse.upload(hl, s);
+    sinks.upload(hs, s);
+    indptr.upload(hi, s);
+    hy4::rt::synchronize(s);
+    SinkArgs a;
+    a.out = HeadView{out.get(), DType::BF16, T, H, D, P * D, 2 * D};
+    a.lse = HeadView{lse.get(), DType::F32, T, H, 1, P, 2};
+    a.sinks = sinks.get();
+    a.kv_indptr = indptr.get();
+    a.aiter_padded_heads = 16;
+    SinkPlan plan(a);
+    const Stats st = time_graph([&](hy4::rt::Stream cs) { plan.launch(cs); }, launches, replays, s);
+    const double bytes = 2.0 * T * H * D * 2 + 2.0 * T * H * 4 + 4.0 * (T + 1) + 4.0 * H;
+    const double floor_us = bytes / (peak_gbs * 1e3);
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "T=%lld H=8 D=512", static_cast<long long>(T));
+    std::printf("%-6s %-22s %10.2f %10.2f %10.2f %10.2f %9.0f %7.1f%%\n", "sink", shape, st.median_us, st.p10_us,
+                st.p90_us, floor_us, bytes / (st.median_us * 1e3), 100.0 * floor_us / st.median_us);
+  }
+  for (int64_t T : {1, 8, 64, 512, 4096, 8192, 32768}) {
     const int E = 256, k = 8;  // HY V4 routing: fp32 logits, [:, :8] of [T, 9] / [T, 10]
     DeviceBuffer<float> logits(T * E), bias(E), weights(T * 9);
     DeviceBuffer<int32_t> ids(T * 10), count(1);

@@ -3,7 +3,8 @@
 #   ci/gpu_nvidia.sh [BUILD_DIR]     (default build/cuda; built with `cmake --preset cuda`)
 # 1. ctest with HY4_REQUIRE_GPU=1 (a missing GPU fails, it does not skip)
 # 2. compute-sanitizer memcheck, racecheck, initcheck on every op's tests
-# 3. the conformance run, the benchmark, and the eager-PyTorch comparison (if torch is there)
+# 3. the conformance run, the benchmark (beside peers.py when HY4_PEERS names it), and the
+#    eager-PyTorch comparison (if torch is there)
 # Results also go to $OUT (or ./gpu-results) as logs.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,14 +30,20 @@ if command -v compute-sanitizer >/dev/null; then
   for op_bin in "$build"/properties/*_properties; do
     for tool in memcheck racecheck initcheck; do
       step "compute-sanitizer $tool $(basename "$op_bin")" env RC_PARAMS="max_success=15" \
-        compute-sanitizer --tool "$tool" --error-exitcode 9 "$op_bin" --gtest_filter=-*ProductionShape*:*EveryWidth*:*EveryK*:*HyV4*
+        compute-sanitizer --tool "$tool" --error-exitcode 9 "$op_bin" --gtest_filter=-*ProductionShape*:*EveryWidth*:*EveryK*:*HyV4*:*GridCap*:*Split*
     done
   done
 else
   echo "compute-sanitizer not found: sanitizer runs SKIPPED"; status=1
 fi
 step "conformance" "$build/tools/hy4-conformance" --require-gpu
-step "benchmark" "$build/bench/hy4-bench"
+if [ -n "${HY4_PEERS:-}" ] && [ -f "$HY4_PEERS" ]; then
+  # the speed yardstick in the same run: peers.py runs hy4-bench (graph of 100 launches,
+  # 10 replays) and then eager PyTorch, torch.compile and Triton peers, with ratios
+  step "hy4-bench beside peers.py" python3 "$HY4_PEERS" --hy4-bench "$build/bench/hy4-bench" --out "$out/peers.json"
+else
+  step "benchmark" "$build/bench/hy4-bench"
+fi
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   step "gate vs eager PyTorch" python3 "$root/ci/torch_gate_compare.py" "$build" 8192 2048 7
 else

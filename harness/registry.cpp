@@ -1,12 +1,13 @@
 #include "registry.h"
 
 #include "gate_harness.h"
+#include "sink_harness.h"
 #include "topk_harness.h"
 
 namespace hy4::harness {
 
 const std::vector<std::string>& harnessed_ops() {
-  static const std::vector<std::string> ops = {"gate", "topk"};
+  static const std::vector<std::string> ops = {"gate", "sink", "topk"};
   return ops;
 }
 
@@ -17,6 +18,13 @@ Verdict replay_case(const CaseFile& f, hy4::rt::Stream s, bool graph) {
     std::vector<GateCase> as_run;
     const auto outs = run_gate_replays(c, {c}, {c.shape.T}, s, &as_run);
     return check_gate(as_run.at(0), outs.at(0));
+  }
+  if (f.op == "sink") {
+    const SinkCase c = sink_from_file(f);
+    if (!graph) return check_sink(c, run_sink_eager(c, s));
+    std::vector<SinkCase> as_run;
+    const auto outs = run_sink_replays(c, {c}, s, &as_run);
+    return check_sink(as_run.at(0), outs.at(0));
   }
   if (f.op == "topk") {
     const TopkCase c = topk_from_file(f);

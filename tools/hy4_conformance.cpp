@@ -15,6 +15,7 @@
 
 #include "conformance.h"
 #include "gate_harness.h"
+#include "sink_harness.h"
 #include "topk_harness.h"
 #include "session.h"
 
@@ -55,6 +56,7 @@ int main(int argc, char** argv) {
               hy4::rt::backend_name(), hy4::rt::device_name().c_str(), o.seeds.size(), o.cases_per_seed);
   std::vector<hy4::harness::ConformanceRow> rows;
   for (auto& r : hy4::harness::conform_gate(o)) rows.push_back(r);
+  for (auto& r : hy4::harness::conform_sink(o)) rows.push_back(r);
   for (auto& r : hy4::harness::conform_topk(o)) rows.push_back(r);
 
   std::printf("%-8s %-40s %7s  %-36s %s\n", "op", "check", "cases", "worst", "result");

@@ -65,7 +65,15 @@ inline uint64_t ballot(bool p) { return ::hy4::cpu::warp_ballot(p); }
 inline bool any(bool p) { return ::hy4::cpu::warp_ballot(p) != 0; }
 inline bool all(bool p) { return ::hy4::cpu::warp_all(p); }
 #elif defined(HY4_BACKEND_HIP)
-__device__ __forceinline__ void sync_block() { __syncthreads(); }
+// Debian's HIP 5.2 __syncthreads calls __work_group_barrier, which needs the OpenCL
+// __atomic_work_item_fence that clang 22's device libs no longer provide (link error,
+// and the call alone cost 80 bytes of scratch).  The same barrier from the builtins:
+// release fence, s_barrier, acquire fence, at workgroup scope.
+__device__ __forceinline__ void sync_block() {
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+  __builtin_amdgcn_s_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+}
 __device__ __forceinline__ int warp_size() { return warpSize; }
 __device__ __forceinline__ int lane_id() { return static_cast<int>(threadIdx.x) & (warpSize - 1); }
 template <class T> __device__ __forceinline__ T shfl_xor(T v, int mask) { return __shfl_xor(v, mask); }

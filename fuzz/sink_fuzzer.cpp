@@ -1,0 +1,52 @@
+// sink_fuzzer: libFuzzer target for the sink op.  Structured input: shape (T, H, D,
+// dtype, head / token pads, lse strides, offsets), value mode, warp size, eager or
+// graph and seed; then one kv length per token (so empty rows can sit anywhere), and
+// the remaining bytes overwrite lse words and then sinks, so the fuzzer can plant
+// -inf, +inf, NaN and extreme values exactly.  Differential check as in the
+// properties; a failure writes a case file for hy4-repro and aborts.
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include "device_buffer.h"
+#include "platform/runtime.h"
+#include "sink_harness.h"
+
+using namespace hy4::harness;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  FuzzedDataProvider in(data, size);
+  SinkShape s;
+  s.T = in.ConsumeIntegralInRange<int64_t>(0, 6);
+  s.H = in.ConsumeBool() ? 8 : in.ConsumeIntegralInRange<int64_t>(1, 40);
+  s.D = in.ConsumeBool() ? in.ConsumeIntegralInRange<int64_t>(1, 72) : in.ConsumeIntegralInRange<int64_t>(1, 1024 / s.H + 1);
+  s.out_bf16 = in.ConsumeBool();
+  s.out_head_pad = in.ConsumeIntegralInRange<int64_t>(0, 9);
+  s.out_token_pad = in.ConsumeIntegralInRange<int64_t>(0, 9);
+  s.lse_head_stride = in.ConsumeIntegralInRange<int64_t>(1, 3);
+  s.lse_token_pad = in.ConsumeIntegralInRange<int64_t>(0, 2);
+  s.out_offset = in.ConsumeIntegralInRange<int64_t>(0, 8);
+  s.lse_offset = in.ConsumeIntegralInRange<int64_t>(0, 2);
+  s.values = static_cast<SinkValues>(in.ConsumeIntegralInRange<int>(0, 4));
+  const int warp = in.ConsumeBool() ? 64 : 32;
+  const bool graph = in.ConsumeBool();
+  const uint64_t seed = in.ConsumeIntegral<uint64_t>();
+  for (int64_t t = 0; t < s.T; ++t) s.lengths.push_back(in.ConsumeIntegralInRange<int32_t>(0, 3));
+  SinkCase c = make_sink_case(seed, s);
+  for (std::size_t i = 0; in.remaining_bytes() >= 4 && i < c.lse.size() + c.sinks.size(); ++i) {
+    const uint32_t w = in.ConsumeIntegral<uint32_t>();
+    if (i < c.lse.size()) c.lse[i] = w;
+    else c.sinks[i - c.lse.size()] = w;
+  }
+  hy4::rt::set_warp_size(warp);
+  ScopedStream stream;
+  Verdict v;
+  if (graph) {
+    std::vector<SinkCase> as_run;
+    const auto outs = run_sink_replays(c, {c, c}, stream, &as_run);
+    c = as_run[1];
+    v = check_sink(c, outs[1]);
+  } else {
+    v = check_sink(c, run_sink_eager(c, stream));
+  }
+  if (!v.ok()) report_fuzz_failure(sink_to_file(c), v.summary(), warp, graph, seed);
+  return 0;
+}

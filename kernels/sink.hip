@@ -1,0 +1,124 @@
+// sink.hip: the grouped attention-sink kernel with empty-row repair, one source for
+// HIP, CUDA and the CPU executor (see sink.h for the contract).
+//
+// Design.  Grid: x = tokens (grid-stride past SinkPlan::kMaxGrid), y = groups of G
+// heads (the plan picks G so a block has about two units per thread: HY V4's 8 heads
+// x 512 bf16 = 512 16-byte vectors are one block of 256 threads per token).  Per token
+// a block does two phases: threads 0..G-1 each take one head, read kv_indptr, lse and
+// the sink, form sink_lse and the scale with the project's exp_f32 / log_f32, write
+// lse and leave (scale, active) in shared memory; after a barrier every thread scales
+// its units of out (16-byte vectors on the vector path, elements otherwise), writing
+// +0 for an empty row.  A second barrier guards the shared slots before the next
+// token.  The lse read and write of a head are one thread's, so there is no race.
+// Bounded by memory: out is read and written once; the scale costs ~40 flops per head.
+#include "platform/hy4_numeric.h"
+#include "platform/hy4_platform.h"
+#include "sink.h"
+
+namespace hy4 {
+namespace {
+
+HY4_DEVICE inline bool is_inf_f32(float x) { return (f32_bits(x) & 0x7fffffffu) == 0x7f800000u; }
+
+// The per-(t, h) scalar sequence of sink.h.  Returns active; writes sink_lse and scale.
+HY4_DEVICE inline bool sink_scalars(int32_t begin, int32_t end, float lse, float sink, float* sink_lse,
+                                    float* scale) {
+  const float neg_inf = f32_from_bits(0xff800000u), pos_inf = f32_from_bits(0x7f800000u);
+  const float nan = f32_from_bits(0x7fc00000u);
+  const bool active = end > begin && !is_inf_f32(lse);
+  const float safe = active ? lse : neg_inf;
+  if (is_nan_f32(safe) || is_nan_f32(sink)) {
+    *sink_lse = nan;
+    *scale = nan;
+  } else {
+    const float m = safe > sink ? safe : sink;
+    if (m == neg_inf) {
+      *sink_lse = neg_inf;
+      *scale = 0.0f;
+    } else if (m == pos_inf) {
+      *sink_lse = pos_inf;
+      *scale = 0.0f;
+    } else {
+      const float l = m + log_f32(exp_f32(safe - m) + exp_f32(sink - m));
+      *sink_lse = l;
+      *scale = exp_f32(safe - l);
+    }
+  }
+  return active;
+}
+
+HY4_DEVICE inline uint16_t scale_one(uint16_t o, float s) { return bf16_from_f32(bf16_to_f32(o) * s); }
+HY4_DEVICE inline float scale_one(float o, float s) {
+  const float v = o * s;
+  return is_nan_f32(v) ? f32_from_bits(0x7fc00000u) : v;
+}
+
+template <class OutT, bool kVector>
+__global__ void HY4_LAUNCH_BOUNDS(SinkPlan::kBlockThreads)
+    sink_kernel(OutT* out, int64_t out_ts, int64_t out_hs, float* lse, int64_t lse_ts, int64_t lse_hs,
+                const float* sinks, const int32_t* kv_indptr, int64_t tokens, int heads, int dim, int group) {
+  using Vec = dev::Vec<OutT, 16 / sizeof(OutT)>;
+  constexpr int kVec = 16 / sizeof(OutT);
+  HY4_SHARED(float, scale_s, SinkPlan::kMaxGroupHeads);
+  HY4_SHARED(int, active_s, SinkPlan::kMaxGroupHeads);
+  const int h0 = static_cast<int>(blockIdx.y) * group;
+  const int g_count = heads - h0 < group ? heads - h0 : group;
+  const int units = kVector ? dim / kVec : dim;
+  const int tid = static_cast<int>(threadIdx.x);
+  for (int64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
+    if (tid < g_count) {
+      const int h = h0 + tid;
+      float* l = lse + t * lse_ts + h * lse_hs;
+      float sink_lse, scale;
+      const bool active = sink_scalars(kv_indptr[t], kv_indptr[t + 1], *l, sinks[h], &sink_lse, &scale);
+      *l = sink_lse;
+      scale_s[tid] = scale;
+      active_s[tid] = active ? 1 : 0;
+    }
+    dev::sync_block();
+    for (int u = tid; u < g_count * units; u += static_cast<int>(blockDim.x)) {
+      const int g = u / units, i = u - g * units;
+      OutT* row = out + t * out_ts + static_cast<int64_t>(h0 + g) * out_hs;
+      const bool active = active_s[g] != 0;
+      const float s = scale_s[g];
+      if (kVector) {
+        Vec* p = reinterpret_cast<Vec*>(row) + i;
+        Vec v;
+        if (active) {
+          v = *p;
+#pragma unroll
+          for (int j = 0; j < kVec; ++j) v.v[j] = scale_one(v.v[j], s);
+        } else {
+#pragma unroll
+          for (int j = 0; j < kVec; ++j) v.v[j] = OutT(0);
+        }
+        *p = v;
+      } else {
+        row[i] = active ? scale_one(row[i], s) : OutT(0);
+      }
+    }
+    dev::sync_block();
+  }
+}
+
+}  // namespace
+
+void SinkPlan::launch(hy4::rt::Stream stream) const {
+  const SinkArgs& a = args_;
+  if (a.out.tokens == 0) return;
+  const dim3 grid(static_cast<unsigned>(grid_x_), static_cast<unsigned>(grid_y_));
+  const dim3 block(kBlockThreads);
+  float* lse = static_cast<float*>(a.lse.data);
+#define HY4_SINK_LAUNCH(T, V)                                                                                 \
+  HY4_LAUNCH((sink_kernel<T, V>), grid, block, stream, static_cast<T*>(a.out.data), a.out.token_stride,       \
+             a.out.head_stride, lse, a.lse.token_stride, a.lse.head_stride, a.sinks, a.kv_indptr, a.out.tokens, \
+             static_cast<int>(a.out.heads), static_cast<int>(a.out.cols), group_)
+  if (a.out.dtype == DType::BF16) {
+    if (vector_) HY4_SINK_LAUNCH(uint16_t, true); else HY4_SINK_LAUNCH(uint16_t, false);
+  } else {
+    if (vector_) HY4_SINK_LAUNCH(float, true); else HY4_SINK_LAUNCH(float, false);
+  }
+#undef HY4_SINK_LAUNCH
+}
+
+}  // namespace hy4

@@ -1,0 +1,287 @@
+// sink_properties.cpp: the sink op (SPEC section 2) through the suite.
+//   exact small cases worked out by hand, rapidcheck properties (bitwise vs the bit
+//   model over whole buffers, float64 within the bound, empty rows exactly +0 with
+//   lse = sink, NaN lse stays NaN), every case split of the kernel, rows past the
+//   grid cap, graph replay with the upstream length patterns, wave32 == wave64, the
+//   head-bucket policy and every bad-argument class.
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "device_buffer.h"
+#include "numerics.h"
+#include "platform/hy4_numeric.h"
+#include "sink.h"
+#include "sink_harness.h"
+#include "support/suite.h"
+
+using namespace hy4;
+using namespace hy4::harness;
+
+namespace {
+
+::testing::AssertionResult sink_case_passes(const SinkCase& c, const std::string& stem) {
+  ScopedStream s;
+  const Verdict v = check_sink(c, run_sink_eager(c, s));
+  if (v.ok()) return ::testing::AssertionSuccess();
+  SinkCase keep = c;
+  keep.origin = stem;
+  return ::testing::AssertionFailure() << "seed " << c.seed << " T=" << c.shape.T << " H=" << c.shape.H
+                                       << " D=" << c.shape.D << (c.shape.out_bf16 ? " bf16" : " fp32") << ": "
+                                       << v.summary() << "\n"
+                                       << test::save_case_for_replay(sink_to_file(keep), stem);
+}
+
+// The generator crosses the kernel's splits listed above random_sink_case
+// (harness/sink_harness.cpp): D around the vector width and the group sizes, H around
+// the group sizes, pads and offsets that break alignment, every value mode.
+rc::Gen<SinkShape> gen_sink_shape(int64_t max_T) {
+  using namespace rc;
+  return gen::apply(
+      [](int64_t T, int64_t H, int64_t D, bool bf16, std::tuple<int64_t, int64_t, int64_t, int64_t> pads,
+         std::tuple<int64_t, int64_t> offs, int values) {
+        SinkShape s;
+        s.T = T;
+        s.H = H;
+        s.D = std::max<int64_t>(1, std::min<int64_t>(D, 16384 / H));
+        s.out_bf16 = bf16;
+        std::tie(s.out_head_pad, s.out_token_pad, s.lse_head_stride, s.lse_token_pad) = pads;
+        std::tie(s.out_offset, s.lse_offset) = offs;
+        s.values = static_cast<SinkValues>(values);
+        return s;
+      },
+      gen::inRange<int64_t>(0, max_T + 1),
+      gen::weightedOneOf<int64_t>({{2, gen::element<int64_t>(1, 2, 3, 7, 8, 9, 16, 31, 32, 33, 64, 128)},
+                                   {1, gen::inRange<int64_t>(1, 129)}}),
+      gen::weightedOneOf<int64_t>({{3, gen::element<int64_t>(1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 63, 64, 65, 128, 511, 512, 513, 1024)},
+                                   {1, gen::inRange<int64_t>(1, 1025)}}),
+      gen::arbitrary<bool>(),
+      gen::tuple(gen::element<int64_t>(0, 0, 1, 4, 8, 512), gen::element<int64_t>(0, 0, 3, 8),
+                 gen::inRange<int64_t>(1, 4), gen::inRange<int64_t>(0, 3)),
+      gen::tuple(gen::element<int64_t>(0, 0, 0, 1, 4, 8), gen::inRange<int64_t>(0, 3)), gen::inRange(0, 5));
+}
+
+const float kInf = std::numeric_limits<float>::infinity();
+
+// One token per row of `rows`: (kv length, lse, sink, out value), H = 1, D = 8, bf16;
+// the sink of the first row serves all (one head).
+struct ExactRow {
+  int32_t len;
+  float lse, sink, out;
+};
+SinkOutput run_rows(const std::vector<ExactRow>& rows, SinkCase* used) {
+  SinkShape sh;  // one head, one token per row (the kv length is per token)
+  sh.T = static_cast<int64_t>(rows.size());
+  sh.H = 1;
+  sh.D = 8;
+  for (const auto& r : rows) sh.lengths.push_back(r.len);
+  SinkCase c = make_sink_case(3, sh);
+  c.sinks.assign(1, f32_bits(rows[0].sink));
+  for (std::size_t t = 0; t < rows.size(); ++t) {
+    c.lse[t * c.lse_ts()] = f32_bits(rows[t].lse);
+    for (int d = 0; d < 8; ++d) c.out[t * c.out_ts() + d] = bf16_from_f32(rows[t].out);
+  }
+  *used = c;
+  ScopedStream s;
+  return run_sink_eager(c, s);
+}
+
+}  // namespace
+
+// ---- small exact cases (worked out by hand) ----------------------------------------------
+TEST(SinkExact, EqualLseAndSinkHalveTheOutput) {
+  HY4_REQUIRE_DEVICE();
+  // lse = sink = 0: sink_lse = log 2 = 0.6931472 (fp32 0x3f317218), scale = 1/2; 2.0 -> 1.0.
+  SinkCase c;
+  const auto o = run_rows({{3, 0.0f, 0.0f, 2.0f}}, &c);
+  EXPECT_EQ(o.lse[0], 0x3f317218u) << hex32(o.lse[0]);
+  for (int d = 0; d < 8; ++d) EXPECT_EQ(o.out[d], 0x3F80u) << "d=" << d;
+  EXPECT_TRUE(check_sink(c, o).ok()) << check_sink(c, o).summary();
+}
+
+TEST(SinkExact, EmptyRowsEndExactlyZeroWithLseEqualToTheSink) {
+  HY4_REQUIRE_DEVICE();
+  // sink 1.5 for every token: (0 keys, out NaN), (0 keys, lse +inf), (5 keys but lse
+  // +inf: empty), (5 keys, lse -inf: empty), (0 keys, out inf and lse NaN: still empty)
+  SinkCase c;
+  const auto o = run_rows({{0, 2.0f, 1.5f, NAN}, {0, kInf, 1.5f, 3.0f}, {5, kInf, 1.5f, 3.0f},
+                           {5, -kInf, 1.5f, 3.0f}, {0, NAN, 1.5f, kInf}},
+                          &c);
+  for (int t = 0; t < 5; ++t) {
+    EXPECT_EQ(o.lse[t * c.lse_ts()], f32_bits(1.5f)) << "token " << t;
+    for (int d = 0; d < 8; ++d) EXPECT_EQ(o.out[t * c.out_ts() + d], 0u) << "token " << t << " d " << d;
+  }
+}
+
+TEST(SinkExact, MinusInfSinkOnAnEmptyRowGivesMinusInfLseAndZeroOut) {
+  HY4_REQUIRE_DEVICE();
+  SinkCase c;
+  const auto o = run_rows({{0, 2.0f, -kInf, NAN}, {4, 3.0f, -kInf, 1.5f}}, &c);
+  EXPECT_EQ(o.lse[0], f32_bits(-kInf));  // no NaN from -inf - -inf
+  for (int d = 0; d < 8; ++d) EXPECT_EQ(o.out[d], 0u);
+  // active with a -inf sink: nothing to add, lse stays 3 and out stays 1.5
+  EXPECT_EQ(o.lse[c.lse_ts()], f32_bits(3.0f));
+  for (int d = 0; d < 8; ++d) EXPECT_EQ(o.out[c.out_ts() + d], bf16_from_f32(1.5f));
+}
+
+TEST(SinkExact, NaNLseOnAnActiveRowStaysVisible) {
+  HY4_REQUIRE_DEVICE();
+  SinkCase c;
+  const auto o = run_rows({{2, NAN, 0.0f, 1.0f}, {2, NAN, 100.0f, 1.0f}}, &c);
+  for (int t = 0; t < 2; ++t) {
+    EXPECT_EQ(o.lse[t * c.lse_ts()], 0x7fc00000u) << "token " << t;
+    for (int d = 0; d < 8; ++d) EXPECT_EQ(o.out[t * c.out_ts() + d], 0x7FC0u) << "token " << t;
+  }
+}
+
+TEST(SinkExact, LargeSinkTakesEverythingAndTinyLseScalesToZero) {
+  HY4_REQUIRE_DEVICE();
+  // sink 200 vs lse 0: sink_lse = 200 (exp(-200) vanishes next to 1), scale = exp(-200) = 0
+  // in fp32 (below 2^-149); +inf sink: lse +inf, scale 0, 1.0 * 0 = +0.
+  SinkCase c;
+  const auto o = run_rows({{1, 0.0f, 200.0f, 1.0f}}, &c);
+  EXPECT_EQ(o.lse[0], f32_bits(200.0f));
+  for (int d = 0; d < 8; ++d) EXPECT_EQ(o.out[d], 0u);
+  const auto p = run_rows({{1, 0.0f, kInf, 1.0f}}, &c);
+  EXPECT_EQ(p.lse[0], f32_bits(kInf));
+  for (int d = 0; d < 8; ++d) EXPECT_EQ(p.out[d], 0u);
+}
+
+// ---- properties ------------------------------------------------------------------------------
+TEST(SinkProperties, MatchesBitModelAndFloat64) {
+  HY4_REQUIRE_DEVICE();
+  EXPECT_TRUE(rc::check("sink == bit model bitwise (whole buffers), promises hold, float64 within bound", [] {
+    const auto shape = *gen_sink_shape(10);
+    const auto seed = *rc::gen::arbitrary<uint64_t>();
+    const SinkCase c = make_sink_case(seed, shape);
+    RC_CLASSIFY(shape.D % (shape.out_bf16 ? 8 : 4) == 0, "D multiple of the vector");
+    RC_CLASSIFY(shape.out_bf16, "bf16");
+    const auto r = sink_case_passes(c, "sink.MatchesBitModelAndFloat64");
+    if (!r) RC_FAIL(r.message());
+  }));
+}
+
+TEST(SinkProperties, HyV4Tp8StrideTwoHeadView) {
+  HY4_REQUIRE_DEVICE();
+  for (uint64_t seed : test::seed_list())
+    for (int64_t T : {1, 8, 64})
+      for (SinkValues v : {SinkValues::Normal, SinkValues::Specials, SinkValues::Empty, SinkValues::Mixed}) {
+        SinkShape sh = sink_hyv4_shape(T);
+        sh.values = v;
+        EXPECT_TRUE(sink_case_passes(make_sink_case(seed + T, sh), "sink.HyV4." + std::to_string(seed)));
+      }
+}
+
+// Both sides of the vector / scalar split and of every heads-per-block group size.
+TEST(SinkProperties, EveryVectorAndGroupSplitBothSides) {
+  HY4_REQUIRE_DEVICE();
+  for (bool bf16 : {true, false})
+    for (int64_t D : {1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 512, 513, 1023, 1024})
+      for (int64_t H : {1, 3, 8, 33}) {
+        SinkShape sh;
+        sh.T = 3;
+        sh.H = H;
+        sh.D = D;
+        sh.out_bf16 = bf16;
+        sh.values = SinkValues::Mixed;
+        EXPECT_TRUE(sink_case_passes(make_sink_case(D * 1000 + H, sh),
+                                     "sink.Split.D" + std::to_string(D) + "H" + std::to_string(H)));
+        sh.out_offset = bf16 ? 4 : 2;  // 8 bytes off: the plan must take the scalar path
+        sh.out_head_pad = 8;
+        EXPECT_TRUE(sink_case_passes(make_sink_case(D * 1000 + H + 1, sh),
+                                     "sink.SplitMisaligned.D" + std::to_string(D) + "H" + std::to_string(H)));
+      }
+  for (int64_t H : {32, 64, 127, 128}) {  // many heads: groups of 32 and a short last one
+    SinkShape sh;
+    sh.T = 2;
+    sh.H = H;
+    sh.D = 16;
+    sh.values = SinkValues::Mixed;
+    EXPECT_TRUE(sink_case_passes(make_sink_case(H, sh), "sink.ManyHeads.H" + std::to_string(H)));
+  }
+}
+
+TEST(SinkProperties, EveryRowEmptyAndOnlyTheLastEmpty) {
+  HY4_REQUIRE_DEVICE();
+  for (uint64_t seed : test::seed_list()) {
+    SinkShape sh = sink_hyv4_shape(9);
+    sh.lengths = std::vector<int32_t>(9, 0);
+    EXPECT_TRUE(sink_case_passes(make_sink_case(seed, sh), "sink.AllEmpty"));
+    sh.lengths = {3, 3, 3, 3, 3, 3, 3, 3, 0};
+    EXPECT_TRUE(sink_case_passes(make_sink_case(seed, sh), "sink.LastEmpty"));
+  }
+}
+
+TEST(SinkProperties, ZeroTokensLaunchNothingAndWriteNothing) {
+  HY4_REQUIRE_DEVICE();
+  EXPECT_TRUE(sink_case_passes(make_sink_case(7, sink_hyv4_shape(0)), "sink.ZeroTokens"));
+}
+
+// Tokens past the grid cap (SinkPlan::kMaxGrid blocks) are reached only through the
+// grid-stride loop: H = 1, D = 1 keeps it cheap; D = 8 takes the vector path there.
+TEST(SinkProperties, RowsPastTheGridCapAreWritten) {
+  HY4_REQUIRE_DEVICE();
+  for (int64_t D : {1, 8}) {
+    SinkShape sh;
+    sh.T = SinkPlan::kMaxGrid + 3;
+    sh.H = 1;
+    sh.D = D;
+    sh.values = SinkValues::Mixed;
+    EXPECT_TRUE(sink_case_passes(make_sink_case(0x9c2 + D, sh), "sink.RowsPastTheGridCap.D" + std::to_string(D)));
+  }
+}
+
+// ---- graph replay --------------------------------------------------------------------------
+TEST(SinkGraph, ReplayWithUpstreamLengthPatternsEqualsEagerAndBitModel) {
+  HY4_REQUIRE_DEVICE();
+  ScopedStream s;
+  const auto r = sink_graph_scenario(0x51, 16, 8, s);
+  ASSERT_EQ(r.outs.size(), 11u);
+  for (std::size_t k = 0; k < r.outs.size(); ++k) {
+    const Verdict v = check_sink(r.as_run[k], r.outs[k]);
+    EXPECT_TRUE(v.ok()) << "replay " << k << ": " << v.summary() << "\n"
+                        << test::save_case_for_replay(sink_to_file(r.as_run[k]), "sink.GraphReplay." + std::to_string(k));
+    EXPECT_EQ(run_sink_eager(r.as_run[k], s), r.outs[k]) << "replay " << k << " differs from an eager launch";
+  }
+}
+
+// ---- wave32 == wave64 ------------------------------------------------------------------------
+TEST(SinkWarp, Wave32AndWave64GiveTheSameBits) {
+  HY4_REQUIRE_DEVICE();
+  const auto sizes = test::runnable_warp_sizes();
+  if (sizes.size() < 2)
+    GTEST_SKIP() << "this backend runs one warp size (" << hy4::rt::warp_size()
+                 << "); wave32 == wave64 is proven on the CPU backend, and this device is held to the same bit model";
+  for (uint64_t seed : test::seed_list()) {
+    const SinkCase c = random_sink_case(seed, 8);
+    ScopedStream s;
+    test::use_warp_size(32);
+    const auto w32 = run_sink_eager(c, s);
+    test::use_warp_size(64);
+    const auto w64 = run_sink_eager(c, s);
+    EXPECT_EQ(w32, w64) << "seed " << seed;
+  }
+}
+
+// ---- bad arguments and the head-bucket policy ------------------------------------------------
+TEST(SinkArguments, EveryBadArgumentClassIsRefusedWithItsName) {
+  HY4_REQUIRE_DEVICE();
+  int classes = 0;
+  const auto failures = sink_bad_argument_failures(&classes);
+  EXPECT_GE(classes, 28);
+  for (const auto& f : failures) ADD_FAILURE() << f;
+}
+
+TEST(SinkArguments, HeadBucketPolicy) {
+  // SPEC: BF16 padded heads {16, 32, 64, 128}, FP8 {16, 128}, gfx942 BF16 64 rejected.
+  for (int p = 1; p <= 256; ++p)
+    for (SinkTarget tg : {SinkTarget::AnyBuilt, SinkTarget::Gfx942, SinkTarget::Gfx950}) {
+      const bool bf16 = p == 16 || p == 32 || p == 128 || (p == 64 && tg == SinkTarget::Gfx950);
+      const bool fp8 = p == 16 || p == 128;
+      EXPECT_EQ(SinkPlan::bucket_allowed(p, AttnDType::BF16, tg), bf16) << "BF16 " << p;
+      EXPECT_EQ(SinkPlan::bucket_allowed(p, AttnDType::FP8, tg), fp8) << "FP8 " << p;
+    }
+}
