@@ -16,6 +16,7 @@
 
 #include "device_buffer.h"
 #include "gate.h"
+#include "routing.h"
 #include "sink.h"
 #include "topk.h"
 #include "platform/runtime.h"
@@ -151,6 +152,49 @@ int main(int argc, char** argv) {
     char shape[64];
     std::snprintf(shape, sizeof shape, "T=%lld E=%d k=%d", static_cast<long long>(T), E, k);
     std::printf("%-6s %-22s %10.2f %10.2f %10.2f %10.2f %9.0f %7.1f%%\n", "topk", shape, st.median_us, st.p10_us,
+                st.p90_us, floor_us, bytes / (st.median_us * 1e3), 100.0 * floor_us / st.median_us);
+  }
+  for (int64_t T : {1, 8, 64, 512, 4096, 8192, 32768}) {
+    // HY V4 routing: k = 8 of [T, 9] ids / weights (topk's outputs), E = 256, block 64,
+    // device row count, no zero-fill.
+    const int E = 256, k = 8, bs = 64;
+    DeviceBuffer<int32_t> ids(T * 9), count(1), sorted(RoutingPlan::max_padded(T, k, E, bs)),
+        eob(RoutingPlan::num_blocks(T, k, E, bs)), counts(2), ws(RoutingPlan::workspace_elems(T, E));
+    DeviceBuffer<float> w(T * 9), sw(RoutingPlan::max_padded(T, k, E, bs));
+    std::vector<int32_t> hi(T * 9);
+    std::vector<float> hw(T * 9, 0.125f);
+    std::vector<int> perm(E);
+    for (int e = 0; e < E; ++e) perm[e] = e;
+    for (int64_t t = 0; t < T; ++t) {
+      for (int i = 0; i < k; ++i) std::swap(perm[i], perm[i + rng() % (E - i)]);
+      for (int s2 = 0; s2 < 9; ++s2) hi[t * 9 + s2] = s2 < k ? perm[s2] : 0;
+    }
+    ids.upload(hi, s);
+    w.upload(hw, s);
+    const int32_t n = static_cast<int32_t>(T);
+    hy4::rt::copy_to_device(count.get(), &n, 4, s);
+    hy4::rt::synchronize(s);
+    RoutingArgs a;
+    a.ids = MatrixView{ids.get(), DType::I32, T, k, 9};
+    a.weights = MatrixView{w.get(), DType::F32, T, k, 9};
+    a.experts = E;
+    a.block_size = bs;
+    a.num_rows = count.get();
+    a.sorted_ids = sorted.get();
+    a.sorted_weights = sw.get();
+    a.expert_of_block = eob.get();
+    a.counts = counts.get();
+    a.sorted_capacity = RoutingPlan::max_padded(T, k, E, bs);
+    a.block_capacity = RoutingPlan::num_blocks(T, k, E, bs);
+    a.workspace = ws.get();
+    a.workspace_capacity = RoutingPlan::workspace_elems(T, E);
+    RoutingPlan plan(a);
+    const Stats st = time_graph([&](hy4::rt::Stream cs) { plan.launch(cs); }, launches, replays, s);
+    const double bytes = 8.0 * T * k + 8.0 * a.sorted_capacity + 4.0 * a.block_capacity;
+    const double floor_us = bytes / (peak_gbs * 1e3);
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "T=%lld E=%d k=%d blk=%d", static_cast<long long>(T), E, k, bs);
+    std::printf("%-6s %-22s %10.2f %10.2f %10.2f %10.2f %9.0f %7.1f%%\n", "routing", shape, st.median_us, st.p10_us,
                 st.p90_us, floor_us, bytes / (st.median_us * 1e3), 100.0 * floor_us / st.median_us);
   }
   return 0;

@@ -3,11 +3,12 @@
 #include "gate_harness.h"
 #include "sink_harness.h"
 #include "topk_harness.h"
+#include "routing_harness.h"
 
 namespace hy4::harness {
 
 const std::vector<std::string>& harnessed_ops() {
-  static const std::vector<std::string> ops = {"gate", "sink", "topk"};
+  static const std::vector<std::string> ops = {"gate", "sink", "topk", "routing"};
   return ops;
 }
 
@@ -32,6 +33,13 @@ Verdict replay_case(const CaseFile& f, hy4::rt::Stream s, bool graph) {
     std::vector<TopkCase> as_run;
     const auto outs = run_topk_replays(c, {c}, {c.real_rows()}, s, &as_run);
     return check_topk(as_run.at(0), outs.at(0));
+  }
+  if (f.op == "routing") {
+    const RoutingCase c = routing_from_file(f);
+    if (!graph) return check_routing(c, run_routing_eager(c, s));
+    std::vector<RoutingCase> as_run;
+    const auto outs = run_routing_replays(c, {c}, s, &as_run);
+    return check_routing(as_run.at(0), outs.at(0));
   }
   throw CaseFileError("no harness for op '" + f.op + "'");
 }

@@ -1,0 +1,267 @@
+// routing_properties.cpp: the routing op (SPEC section 4) through the suite.
+//   exact small layouts worked out by hand, rapidcheck properties (bitwise vs the bit
+//   model with guards past every output, the sort reference, the layout invariants),
+//   strided == contiguous (the upstream stride bug), every case split, the chunk cap,
+//   graph replay with new ids / mask / row counts, wave32 == wave64, bad arguments.
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+
+#include <string>
+
+#include "device_buffer.h"
+#include "numerics.h"
+#include "platform/hy4_numeric.h"
+#include "routing.h"
+#include "routing_harness.h"
+#include "support/suite.h"
+
+using namespace hy4;
+using namespace hy4::harness;
+
+namespace {
+
+::testing::AssertionResult routing_case_passes(const RoutingCase& c, const std::string& stem) {
+  ScopedStream s;
+  const Verdict v = check_routing(c, run_routing_eager(c, s));
+  if (v.ok()) return ::testing::AssertionSuccess();
+  RoutingCase keep = c;
+  keep.origin = stem;
+  return ::testing::AssertionFailure() << "seed " << c.seed << " T=" << c.shape.T << " E=" << c.shape.E
+                                       << " k=" << c.shape.k << " block=" << c.shape.block_size << ": " << v.summary()
+                                       << "\n"
+                                       << test::save_case_for_replay(routing_to_file(keep), stem);
+}
+
+// Crosses the splits listed above random_routing_case (harness/routing_harness.cpp).
+rc::Gen<RoutingShape> gen_routing_shape(int64_t max_T) {
+  using namespace rc;
+  return gen::mapcat(gen::weightedOneOf<int>({{3, gen::just(256)}, {2, gen::element(1, 2, 7, 31, 32, 33, 63, 64, 65, 257, 512)}, {1, gen::inRange(1, 513)}}),
+                     [max_T](int E) {
+                       return gen::apply(
+                           [E](int64_t T, int k, int bs, std::tuple<int64_t, int64_t, bool, bool, int64_t> misc,
+                               int64_t hidden, int values) {
+                             RoutingShape s;
+                             s.T = T;
+                             s.E = E;
+                             s.k = std::min(k, E);
+                             s.block_size = bs;
+                             std::tie(s.ids_pad, s.weights_pad, s.has_mask, s.has_num_rows, s.num_rows) = misc;
+                             s.hidden = hidden;
+                             s.values = static_cast<RoutingValues>(values);
+                             return s;
+                           },
+                           gen::weightedOneOf<int64_t>({{3, gen::inRange<int64_t>(0, 20)}, {1, gen::inRange<int64_t>(0, max_T + 1)}}),
+                           gen::weightedOneOf<int>({{3, gen::just(8)}, {1, gen::inRange(1, 33)}}),
+                           gen::element(1, 2, 16, 32, 64, 128, 256, 1024),
+                           gen::tuple(gen::inRange<int64_t>(0, 3), gen::inRange<int64_t>(0, 3), gen::arbitrary<bool>(),
+                                      gen::arbitrary<bool>(), gen::inRange<int64_t>(-2, max_T + 3)),
+                           gen::element<int64_t>(0, 0, 1, 7, 64), gen::inRange(0, 5));
+                     });
+}
+
+// Two tokens, k = 2, E = 4, block 4, hand-worked: ids [[2, 0], [0, 3]] ->
+// expert 0: (t0 s1), (t1 s0), pad, pad | expert 2: (t0 s0), pad x3 | expert 3: (t1 s1), pad x3
+RoutingCase hand_case() {
+  RoutingShape sh;
+  sh.T = 2;
+  sh.E = 4;
+  sh.k = 2;
+  sh.block_size = 4;
+  sh.ids_pad = 1;
+  sh.weights_pad = 0;
+  RoutingCase c = make_routing_case(1, sh);
+  const int32_t ids[2][2] = {{2, 0}, {0, 3}};
+  const float w[2][2] = {{0.25f, 0.5f}, {0.125f, 2.0f}};
+  for (int t = 0; t < 2; ++t)
+    for (int s = 0; s < 2; ++s) {
+      c.ids[t * c.ids_stride() + s] = static_cast<uint32_t>(ids[t][s]);
+      c.weights[t * c.weights_stride() + s] = f32_bits(w[t][s]);
+    }
+  return c;
+}
+
+}  // namespace
+
+TEST(RoutingExact, HandWorkedLayout) {
+  HY4_REQUIRE_DEVICE();
+  const RoutingCase c = hand_case();
+  ScopedStream s;
+  const RoutingOutput o = run_routing_eager(c, s);
+  const uint32_t P = (2u << 24) | 2u;  // (k << 24) | T
+  const uint32_t want_ids[] = {(1u << 24) | 0, (0u << 24) | 1, P, P, 0u, P, P, P, (1u << 24) | 1, P, P, P};
+  // max_padded = 2*2 + 4*4 - 2 = 18: slots 12..17 are tail
+  for (int j = 0; j < 12; ++j) EXPECT_EQ(o.sorted_ids[j], want_ids[j]) << "slot " << j;
+  for (int j = 12; j < 18; ++j) EXPECT_EQ(o.sorted_ids[j], P) << "tail slot " << j;
+  const float want_w[] = {0.5f, 0.125f, 0, 0, 0.25f, 0, 0, 0, 2.0f, 0, 0, 0};
+  for (int j = 0; j < 12; ++j) EXPECT_EQ(o.sorted_weights[j], f32_bits(want_w[j])) << "slot " << j;
+  const int32_t want_eob[] = {0, 2, 3, -1, -1};  // ceil(18 / 4) = 5 blocks
+  for (int b = 0; b < 5; ++b) EXPECT_EQ(static_cast<int32_t>(o.expert_of_block[b]), want_eob[b]) << "block " << b;
+  EXPECT_EQ(o.counts[0], 12u);
+  EXPECT_EQ(o.counts[1], 2u);
+  EXPECT_EQ(o.sorted_ids[18], kRoutingPoison) << "written past the end of sorted_ids";
+}
+
+TEST(RoutingExact, MaskDropsAndRenumbers) {
+  HY4_REQUIRE_DEVICE();
+  RoutingCase c = hand_case();
+  c.shape.has_mask = true;
+  c.mask = {1, 1, 0, 1};  // expert 2 lives elsewhere: 0 -> 0, 1 -> 1, 3 -> 2
+  ScopedStream s;
+  const RoutingOutput o = run_routing_eager(c, s);
+  const uint32_t P = (2u << 24) | 2u;
+  const uint32_t want_ids[] = {(1u << 24) | 0, (0u << 24) | 1, P, P, (1u << 24) | 1, P, P, P};
+  for (int j = 0; j < 8; ++j) EXPECT_EQ(o.sorted_ids[j], want_ids[j]) << "slot " << j;
+  EXPECT_EQ(static_cast<int32_t>(o.expert_of_block[0]), 0);
+  EXPECT_EQ(static_cast<int32_t>(o.expert_of_block[1]), 2) << "expert 3 renumbered to local 2";
+  EXPECT_EQ(static_cast<int32_t>(o.expert_of_block[2]), -1);
+  EXPECT_EQ(o.counts[0], 8u);
+}
+
+TEST(RoutingExact, InvalidIdsAndRowsPastTheCountAreSkipped) {
+  HY4_REQUIRE_DEVICE();
+  RoutingCase c = hand_case();
+  c.ids[0 * c.ids_stride() + 0] = static_cast<uint32_t>(-1);  // padded-row id
+  c.ids[1 * c.ids_stride() + 1] = 4u;                         // == E
+  ScopedStream s;
+  RoutingOutput o = run_routing_eager(c, s);
+  const uint32_t P = (2u << 24) | 2u;
+  EXPECT_EQ(o.sorted_ids[0], (1u << 24) | 0);
+  EXPECT_EQ(o.sorted_ids[1], (0u << 24) | 1);
+  EXPECT_EQ(o.sorted_ids[4], P);
+  EXPECT_EQ(o.counts[0], 4u);
+  c = hand_case();
+  c.shape.has_num_rows = true;
+  c.shape.num_rows = 1;  // token 1 is graph padding
+  o = run_routing_eager(c, s);
+  EXPECT_EQ(o.sorted_ids[0], (1u << 24) | 0);
+  EXPECT_EQ(o.sorted_ids[1], P);
+  EXPECT_EQ(o.counts[0], 8u);
+  EXPECT_EQ(o.counts[1], 1u);
+}
+
+TEST(RoutingProperties, MatchesBitModelSortReferenceAndInvariants) {
+  HY4_REQUIRE_DEVICE();
+  EXPECT_TRUE(rc::check("routing == bit model bitwise; == sort reference; invariants hold", [] {
+    const auto shape = *gen_routing_shape(700);
+    const auto seed = *rc::gen::arbitrary<uint64_t>();
+    const RoutingCase c = make_routing_case(seed, shape);
+    RC_CLASSIFY(RoutingPlan::chunks(shape.T) > 1, "several chunks");
+    RC_CLASSIFY(shape.has_mask, "mask");
+    const auto r = routing_case_passes(c, "routing.MatchesBitModel");
+    if (!r) RC_FAIL(r.message());
+  }));
+}
+
+TEST(RoutingProperties, HyV4DecodeAndPrefill) {
+  HY4_REQUIRE_DEVICE();
+  for (uint64_t seed : test::seed_list())
+    for (int64_t T : {1, 8, 64, 513, 4096}) {
+      RoutingShape sh;  // k = 8 of [T, 9], E = 256, block 64
+      sh.T = T;
+      sh.has_num_rows = seed % 2 == 0;
+      sh.num_rows = T - static_cast<int64_t>(seed % 3);
+      sh.values = seed % 3 == 0 ? RoutingValues::Mixed : RoutingValues::TopkLike;
+      if (T >= 4096 && seed % 4 != 0) continue;  // a few large ones
+      EXPECT_TRUE(routing_case_passes(make_routing_case(seed + T, sh), "routing.HyV4.T" + std::to_string(T)));
+    }
+}
+
+// The upstream bug: a sorter that read ids[t * k + s] whatever the row stride.  The
+// strided view ([:, :8] of [T, 9]) must give exactly what a contiguous copy gives.
+TEST(RoutingProperties, StridedViewsEqualContiguousCopies) {
+  HY4_REQUIRE_DEVICE();
+  for (uint64_t seed : test::seed_list()) {
+    RoutingShape sh;
+    sh.T = 37;
+    sh.ids_pad = 1;
+    sh.weights_pad = 2;
+    RoutingCase strided = make_routing_case(seed, sh);
+    RoutingShape dense_shape = sh;
+    dense_shape.ids_pad = dense_shape.weights_pad = 0;
+    RoutingCase dense = make_routing_case(seed, dense_shape);
+    for (int64_t t = 0; t < sh.T; ++t)
+      for (int s = 0; s < sh.k; ++s) {
+        dense.ids[t * sh.k + s] = strided.ids[t * strided.ids_stride() + s];
+        dense.weights[t * sh.k + s] = strided.weights[t * strided.weights_stride() + s];
+      }
+    ScopedStream st;
+    const RoutingOutput a = run_routing_eager(strided, st), b = run_routing_eager(dense, st);
+    EXPECT_EQ(a.sorted_ids, b.sorted_ids) << "seed " << seed;
+    EXPECT_EQ(a.sorted_weights, b.sorted_weights) << "seed " << seed;
+    EXPECT_EQ(a.expert_of_block, b.expert_of_block) << "seed " << seed;
+    EXPECT_TRUE(routing_case_passes(strided, "routing.Strided." + std::to_string(seed)));
+  }
+}
+
+// Both sides of the warp walk (entries per chunk around multiples of 32 and 64), of
+// the one-chunk / several-chunks split and of the padding (block sizes).
+TEST(RoutingProperties, EveryWalkAndChunkSplitBothSides) {
+  HY4_REQUIRE_DEVICE();
+  for (int64_t T : {0, 1, 3, 4, 5, 7, 8, 9, 255, 256, 257, 511, 512, 513})
+    for (int k : {1, 8})
+      for (int bs : {1, 16, 64, 1024}) {
+        RoutingShape sh;
+        sh.T = T;
+        sh.E = k == 1 ? 5 : 33;
+        sh.k = k;
+        sh.block_size = bs;
+        sh.values = RoutingValues::Mixed;
+        sh.hidden = T % 2 ? 3 : 0;
+        EXPECT_TRUE(routing_case_passes(make_routing_case(T * 7 + k + bs, sh),
+                                        "routing.Split.T" + std::to_string(T) + "k" + std::to_string(k)));
+      }
+}
+
+// Past the chunk cap (kMaxChunks x kChunkTokens tokens) chunks grow: the warp of a
+// (expert, chunk) walks more than 256 tokens.  E = 2, k = 1 keeps it cheap.
+TEST(RoutingProperties, TokensPastTheChunkCap) {
+  HY4_REQUIRE_DEVICE();
+  RoutingShape sh;
+  sh.T = int64_t{RoutingPlan::kMaxChunks} * RoutingPlan::kChunkTokens + 77;
+  sh.E = 2;
+  sh.k = 1;
+  sh.block_size = 16;
+  sh.has_num_rows = true;
+  sh.num_rows = sh.T - 3;
+  sh.hidden = 2;
+  sh.values = RoutingValues::Mixed;
+  EXPECT_TRUE(routing_case_passes(make_routing_case(0x9c3, sh), "routing.PastTheChunkCap"));
+}
+
+TEST(RoutingGraph, ReplayWithNewIdsMaskAndCountsEqualsEagerAndBitModel) {
+  HY4_REQUIRE_DEVICE();
+  ScopedStream s;
+  const auto r = routing_graph_scenario(0x70, 300, 10, s);
+  ASSERT_EQ(r.outs.size(), 10u);
+  for (std::size_t k = 0; k < r.outs.size(); ++k) {
+    const Verdict v = check_routing(r.as_run[k], r.outs[k]);
+    EXPECT_TRUE(v.ok()) << "replay " << k << ": " << v.summary() << "\n"
+                        << test::save_case_for_replay(routing_to_file(r.as_run[k]), "routing.GraphReplay." + std::to_string(k));
+    EXPECT_EQ(run_routing_eager(r.as_run[k], s), r.outs[k]) << "replay " << k << " differs from an eager launch";
+  }
+}
+
+TEST(RoutingWarp, Wave32AndWave64GiveTheSameBits) {
+  HY4_REQUIRE_DEVICE();
+  const auto sizes = test::runnable_warp_sizes();
+  if (sizes.size() < 2)
+    GTEST_SKIP() << "this backend runs one warp size (" << hy4::rt::warp_size()
+                 << "); wave32 == wave64 is proven on the CPU backend, and this device is held to the same bit model";
+  for (uint64_t seed : test::seed_list()) {
+    const RoutingCase c = random_routing_case(seed, 600);
+    ScopedStream s;
+    test::use_warp_size(32);
+    const auto w32 = run_routing_eager(c, s);
+    test::use_warp_size(64);
+    const auto w64 = run_routing_eager(c, s);
+    EXPECT_EQ(w32, w64) << "seed " << seed;
+  }
+}
+
+TEST(RoutingArguments, EveryBadArgumentClassIsRefusedWithItsName) {
+  HY4_REQUIRE_DEVICE();
+  int classes = 0;
+  const auto failures = routing_bad_argument_failures(&classes);
+  EXPECT_GE(classes, 25);
+  for (const auto& f : failures) ADD_FAILURE() << f;
+}
