@@ -12,6 +12,7 @@
 #include "numerics.h"
 #include "platform/hy4_numeric.h"
 #include "routing.h"
+#include "chain_harness.h"
 #include "routing_harness.h"
 #include "support/suite.h"
 
@@ -264,4 +265,20 @@ TEST(RoutingArguments, EveryBadArgumentClassIsRefusedWithItsName) {
   const auto failures = routing_bad_argument_failures(&classes);
   EXPECT_GE(classes, 25);
   for (const auto& f : failures) ADD_FAILURE() << f;
+}
+
+// ---- the captured topk -> routing chain ------------------------------------------------------
+TEST(RoutingGraph, CapturedTopkRoutingChainEqualsEagerAndBothBitModels) {
+  HY4_REQUIRE_DEVICE();
+  ScopedStream s;
+  for (int64_t T : {1, 64, 300}) {
+    const auto runs = run_topk_routing_chain(0xc4a1 + T, T, 8, s);
+    ASSERT_EQ(runs.size(), 8u);
+    for (std::size_t k = 0; k < runs.size(); ++k) {
+      const Verdict v = check_chain(runs[k], s);
+      EXPECT_TRUE(v.ok()) << "T=" << T << " replay " << k << " (row count " << runs[k].topk.shape.num_rows
+                          << "): " << v.summary() << "\n"
+                          << test::save_case_for_replay(topk_to_file(runs[k].topk), "routing.Chain.topk." + std::to_string(k));
+    }
+  }
 }

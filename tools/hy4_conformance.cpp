@@ -18,6 +18,7 @@
 #include "sink_harness.h"
 #include "topk_harness.h"
 #include "routing_harness.h"
+#include "chain_harness.h"
 #include "session.h"
 
 int main(int argc, char** argv) {
@@ -60,6 +61,7 @@ int main(int argc, char** argv) {
   for (auto& r : hy4::harness::conform_sink(o)) rows.push_back(r);
   for (auto& r : hy4::harness::conform_topk(o)) rows.push_back(r);
   for (auto& r : hy4::harness::conform_routing(o)) rows.push_back(r);
+  for (auto& r : hy4::harness::conform_chain(o)) rows.push_back(r);
 
   std::printf("%-8s %-40s %7s  %-36s %s\n", "op", "check", "cases", "worst", "result");
   std::printf("%s\n", std::string(100, '-').c_str());
