@@ -64,9 +64,11 @@ RoutingCase make_routing_case(uint64_t seed, const RoutingShape& shape) {
 
 // The kernel's case splits (kernels/routing.hip, routing_plan.cpp) and where the
 // generator crosses each, on both sides, at warp 32 and 64 (cpu32 / cpu64 variants):
-//   chunks              1 chunk (T <= 256) | several (T > 256) | the cap (T > 64 * 256: chunks grow)
-//   warp walk           T*k per chunk below, at and above a multiple of the warp (32 / 64 entries)
-//   experts per block   64 threads = 1 warp (wave64) or 2 (warp 32); E odd | even
+//   chunks              1 chunk (T <= 64) | several (T > 64) | the cap (T > 128 * 64: chunks grow)
+//   warp walk           entries per chunk below, at and above a multiple of warp x 4 (the
+//                       unrolled loads: 128 at warp 32, 256 at 64) and of the warp itself
+//   experts per warp    4 per warp, E % 4 = 0 | 1 | 2 | 3 (a short last group);
+//                       64 threads = 1 warp (wave64) or 2 (warp 32)
 //   block_size          1, 16 .. 256, 1024: padding none | partial | a whole block
 //   mask                none | mask (local renumbering) ; row count none | < 0 | within | past T
 //   ids                 valid | -1 | negative | >= E ; duplicates within a row

@@ -53,8 +53,9 @@ class RoutingPlan {
   static constexpr int kMaxBlockSize = 1024;
   static constexpr int64_t kMaxStride = int64_t{1} << 24;
   static constexpr int64_t kMaxHidden = int64_t{1} << 20;
-  static constexpr int kChunkTokens = 256;  // tokens per chunk until the chunk cap
-  static constexpr int kMaxChunks = 64;     // chunk cap: more tokens make chunks longer
+  static constexpr int kChunkTokens = 64;   // tokens per chunk until the chunk cap
+  static constexpr int kMaxChunks = 128;    // chunk cap: more tokens make chunks longer
+  static constexpr int kExpertsPerWarp = 4; // experts a warp compares each entry with
   static constexpr int kThreads = 64;       // count / scatter blocks: one wave64 or two warps of 32
   static constexpr int kScanThreads = 512;  // the one offsets block: one expert per thread
 
@@ -63,8 +64,8 @@ class RoutingPlan {
     return (max_padded(T, k, E, block_size) + block_size - 1) / block_size;
   }
   static int chunks(int64_t T);
-  // count[e][c] and the start of chunk c in expert e's segment
-  static int64_t workspace_elems(int64_t T, int E) { return 2 * int64_t{E} * chunks(T); }
+  // count[c][e], the start of chunk c inside expert e's segment, each segment's offset
+  static int64_t workspace_elems(int64_t T, int E) { return 2 * int64_t{E} * chunks(T) + E; }
 
   explicit RoutingPlan(const RoutingArgs& args);  // throws ArgumentError naming the argument
   void launch(hy4::rt::Stream stream) const;

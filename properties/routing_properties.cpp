@@ -198,12 +198,12 @@ TEST(RoutingProperties, StridedViewsEqualContiguousCopies) {
 // the one-chunk / several-chunks split and of the padding (block sizes).
 TEST(RoutingProperties, EveryWalkAndChunkSplitBothSides) {
   HY4_REQUIRE_DEVICE();
-  for (int64_t T : {0, 1, 3, 4, 5, 7, 8, 9, 255, 256, 257, 511, 512, 513})
+  for (int64_t T : {0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257})
     for (int k : {1, 8})
       for (int bs : {1, 16, 64, 1024}) {
         RoutingShape sh;
         sh.T = T;
-        sh.E = k == 1 ? 5 : 33;
+        sh.E = (k == 1 ? 5 : 33) + static_cast<int>(T % 4);  // E % 4 = 1 .. 3 and 0
         sh.k = k;
         sh.block_size = bs;
         sh.values = RoutingValues::Mixed;
