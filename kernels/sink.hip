@@ -3,15 +3,14 @@
 //
 // Design.  Grid: x = tokens (grid-stride past SinkPlan::kMaxGrid), y = groups of G
 // heads (the plan picks G so a block has about two units per thread: HY V4's 8 heads
-// x 512 bf16 = 512 16-byte vectors are one block of 256 threads per token).  Each
-// thread takes its units of out (16-byte vectors on the vector path, elements
-// otherwise): it issues the load, forms its head's sink_lse and scale itself from
-// kv_indptr, lse and the sink with the project's exp_f32 / log_f32 (the same bits in
-// every thread: no shared memory, no broadcast), and writes the scaled unit or +0 for
-// an empty row.  After one barrier (every thread has read the token's lse), thread g
-// writes head g's new lse.  A later token of the grid-stride loop touches other lse
-// elements, so there is no race.  Bounded by memory: out is read and written once;
-// the ~40 flops of the scale per unit overlap the load.
+// x 512 bf16 = 512 16-byte vectors are one block of 256 threads per token).  Per token
+// a block does two phases: threads 0..G-1 each take one head, read kv_indptr, lse and
+// the sink, form sink_lse and the scale with the project's exp_f32 / log_f32, write
+// lse and leave (scale, active) in shared memory; after a barrier every thread scales
+// its units of out (16-byte vectors on the vector path, elements otherwise), writing
+// +0 for an empty row.  A second barrier guards the shared slots before the next
+// token.  The lse read and write of a head are one thread's, so there is no race.
+// Bounded by memory: out is read and written once; the scale costs ~40 flops per head.
 #include "platform/hy4_numeric.h"
 #include "platform/hy4_platform.h"
 #include "sink.h"
@@ -60,40 +59,45 @@ __global__ void HY4_LAUNCH_BOUNDS(SinkPlan::kBlockThreads)
                 const float* sinks, const int32_t* kv_indptr, int64_t tokens, int heads, int dim, int group) {
   using Vec = dev::Vec<OutT, 16 / sizeof(OutT)>;
   constexpr int kVec = 16 / sizeof(OutT);
+  HY4_SHARED(float, scale_s, SinkPlan::kMaxGroupHeads);
+  HY4_SHARED(int, active_s, SinkPlan::kMaxGroupHeads);
   const int h0 = static_cast<int>(blockIdx.y) * group;
   const int g_count = heads - h0 < group ? heads - h0 : group;
   const int units = kVector ? dim / kVec : dim;
   const int tid = static_cast<int>(threadIdx.x);
   for (int64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
-    const int32_t begin = kv_indptr[t], end = kv_indptr[t + 1];
-    for (int u = tid; u < g_count * units; u += static_cast<int>(blockDim.x)) {
-      const int g = u / units, i = u - g * units;
-      const int h = h0 + g;
-      OutT* row = out + t * out_ts + static_cast<int64_t>(h) * out_hs;
-      // the load goes out first; the scalar chain of this head overlaps it
-      Vec v;
-      OutT x = OutT(0);
-      if (kVector) v = reinterpret_cast<const Vec*>(row)[i];
-      else x = row[i];
-      float sink_lse, s;
-      const bool active = sink_scalars(begin, end, lse[t * lse_ts + h * lse_hs], sinks[h], &sink_lse, &s);
-      if (kVector) {
-#pragma unroll
-        for (int j = 0; j < kVec; ++j) v.v[j] = active ? scale_one(v.v[j], s) : OutT(0);
-        reinterpret_cast<Vec*>(row)[i] = v;
-      } else {
-        row[i] = active ? scale_one(x, s) : OutT(0);
-      }
-    }
-    // every thread has read this token's lse; now one thread per head replaces it
-    dev::sync_block();
     if (tid < g_count) {
       const int h = h0 + tid;
       float* l = lse + t * lse_ts + h * lse_hs;
-      float sink_lse, s;
-      sink_scalars(begin, end, *l, sinks[h], &sink_lse, &s);
+      float sink_lse, scale;
+      const bool active = sink_scalars(kv_indptr[t], kv_indptr[t + 1], *l, sinks[h], &sink_lse, &scale);
       *l = sink_lse;
+      scale_s[tid] = scale;
+      active_s[tid] = active ? 1 : 0;
     }
+    dev::sync_block();
+    for (int u = tid; u < g_count * units; u += static_cast<int>(blockDim.x)) {
+      const int g = u / units, i = u - g * units;
+      OutT* row = out + t * out_ts + static_cast<int64_t>(h0 + g) * out_hs;
+      const bool active = active_s[g] != 0;
+      const float s = scale_s[g];
+      if (kVector) {
+        Vec* p = reinterpret_cast<Vec*>(row) + i;
+        Vec v;
+        if (active) {
+          v = *p;
+#pragma unroll
+          for (int j = 0; j < kVec; ++j) v.v[j] = scale_one(v.v[j], s);
+        } else {
+#pragma unroll
+          for (int j = 0; j < kVec; ++j) v.v[j] = OutT(0);
+        }
+        *p = v;
+      } else {
+        row[i] = active ? scale_one(row[i], s) : OutT(0);
+      }
+    }
+    dev::sync_block();
   }
 }
 
