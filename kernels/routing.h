@@ -64,8 +64,8 @@ class RoutingPlan {
     return (max_padded(T, k, E, block_size) + block_size - 1) / block_size;
   }
   static int chunks(int64_t T);
-  // count[c][e], the start of chunk c inside expert e's segment, each segment's offset
-  static int64_t workspace_elems(int64_t T, int E) { return 2 * int64_t{E} * chunks(T) + E; }
+  // count[c][e], the start of chunk c inside expert e's segment, each segment's offset and total
+  static int64_t workspace_elems(int64_t T, int E) { return 2 * int64_t{E} * chunks(T) + 2 * int64_t{E}; }
 
   explicit RoutingPlan(const RoutingArgs& args);  // throws ArgumentError naming the argument
   void launch(hy4::rt::Stream stream) const;

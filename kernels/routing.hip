@@ -8,8 +8,9 @@
 //     writes count[c][e].  The same blocks zero-fill moe_out's rows (grid-stride).
 //  2. routing_offsets_kernel, one block of 512 threads, thread = expert: each chunk's
 //     start inside the expert's segment and the total (one pass over c), the padded size, block scans of the padded sizes and of the unmasked flags (segment
-//     offsets and local ids), counts,
-//     expert_of_block, the padding and the unused tail.
+//     offsets and local ids), counts, expert_of_block and the unused tail.  (Each
+//     expert's padding was written here too, thread by thread: uncoalesced stores from
+//     one SM took ~35 us at T = 64 on the H200; chunk 0's warps of 3 write it now.)
 //  3. routing_scatter_kernel, grid as in 1: the warp of (experts, c) walks its chunk again
 //     and writes each match at its start plus the ballot's prefix popcount, so entries
 //     land in ascending (t, s) order whatever the warp size or the block order.
@@ -92,7 +93,7 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kThreads)
 }
 
 __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kScanThreads)
-    routing_offsets_kernel(const int32_t* counts_ce, int32_t* rel_ce, int32_t* offset_e, int64_t rows, int k,
+    routing_offsets_kernel(const int32_t* counts_ce, int32_t* rel_ce, int32_t* offset_e, int32_t* total_e, int64_t rows, int k,
                            int experts, int block_size, const int32_t* mask, const int32_t* num_rows, int chunks,
                            int32_t* sorted_ids, float* sorted_weights, int32_t* expert_of_block, int32_t* counts,
                            int64_t max_padded, int64_t num_blocks) {
@@ -130,10 +131,7 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kScanThreads)
   const int32_t pad_id = (k << 24) | static_cast<int32_t>(rows);
   if (e < experts) {
     offset_e[e] = offset;
-    for (int32_t j = offset + total; j < offset + padded; ++j) {  // this expert's padding
-      sorted_ids[j] = pad_id;
-      sorted_weights[j] = 0.0f;
-    }
+    total_e[e] = total;  // the scatter kernel writes the padding (coalesced, on every SM)
     for (int32_t b = offset / block_size; b < (offset + padded) / block_size; ++b) expert_of_block[b] = local;
   }
   for (int64_t j = used + e; j < max_padded; j += blockDim.x) {  // the unused tail
@@ -151,7 +149,7 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kThreads)
     routing_scatter_kernel(const int32_t* ids, int64_t ids_stride, const float* weights, int64_t weights_stride,
                            int64_t rows, int k, int experts, const int32_t* mask, const int32_t* num_rows,
                            int64_t chunk_tokens, const int32_t* rel_ce, const int32_t* offset_e,
-                           int32_t* sorted_ids, float* sorted_weights) {
+                           const int32_t* total_e, int block_size, int32_t* sorted_ids, float* sorted_weights) {
   const int ws = dev::warp_size();
   const int lane = dev::lane_id();
   const int warps = static_cast<int>(blockDim.x) / ws;
@@ -171,6 +169,15 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kThreads)
       const int e = e0 + x;
       live[x] = e < experts && !expert_masked(mask, e);
       pos[x] = live[x] ? static_cast<int64_t>(offset_e[e]) + rel_ce[static_cast<int64_t>(c) * experts + e] : 0;
+      if (c == 0 && live[x]) {  // chunk 0's warp writes the expert's padding, lane-strided
+        const int32_t begin = offset_e[e] + total_e[e];
+        const int32_t end = offset_e[e] + (total_e[e] + block_size - 1) / block_size * block_size;
+        const int32_t pad_id = (k << 24) | static_cast<int32_t>(rows);
+        for (int32_t j = begin + lane; j < end; j += ws) {
+          sorted_ids[j] = pad_id;
+          sorted_weights[j] = 0.0f;
+        }
+      }
     }
     for (uint32_t base = 0; base < n; base += static_cast<uint32_t>(ws * kUnroll)) {
       int32_t v[kUnroll];
@@ -208,18 +215,20 @@ void RoutingPlan::launch(hy4::rt::Stream stream) const {
   int32_t* counts_ce = a.workspace;
   int32_t* rel_ce = a.workspace + int64_t{E} * C;
   int32_t* offset_e = a.workspace + 2 * int64_t{E} * C;
+  int32_t* total_e = offset_e + E;
   // x: enough blocks for one warp per kExpertsPerWarp experts at wave64 (warp 32 leaves half idle)
   const dim3 grid(static_cast<unsigned>((E + kExpertsPerWarp - 1) / kExpertsPerWarp), static_cast<unsigned>(C));
   HY4_LAUNCH(routing_count_kernel, grid, dim3(kThreads), stream, static_cast<const int32_t*>(a.ids.data),
              a.ids.row_stride, T, k, E, a.expert_mask, a.num_rows, chunk_tokens, counts_ce,
              static_cast<uint16_t*>(a.moe_out.data), a.moe_out.row_stride, a.moe_out.data ? a.moe_out.cols : 0);
   HY4_LAUNCH(routing_offsets_kernel, dim3(1), dim3(kScanThreads), stream, static_cast<const int32_t*>(counts_ce),
-             rel_ce, offset_e, T, k, E, a.block_size, a.expert_mask, a.num_rows, C, a.sorted_ids, a.sorted_weights,
+             rel_ce, offset_e, total_e, T, k, E, a.block_size, a.expert_mask, a.num_rows, C, a.sorted_ids, a.sorted_weights,
              a.expert_of_block, a.counts, max_padded(T, k, E, a.block_size), num_blocks(T, k, E, a.block_size));
   HY4_LAUNCH(routing_scatter_kernel, grid, dim3(kThreads), stream, static_cast<const int32_t*>(a.ids.data),
              a.ids.row_stride, static_cast<const float*>(a.weights.data), a.weights.row_stride, T, k, E,
              a.expert_mask, a.num_rows, chunk_tokens, static_cast<const int32_t*>(rel_ce),
-             static_cast<const int32_t*>(offset_e), a.sorted_ids, a.sorted_weights);
+             static_cast<const int32_t*>(offset_e), static_cast<const int32_t*>(total_e), a.block_size, a.sorted_ids,
+             a.sorted_weights);
 }
 
 }  // namespace hy4
