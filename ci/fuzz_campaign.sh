@@ -12,7 +12,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 secs=600; gpu_build=""
 while getopts "t:g:" o; do case $o in t) secs=$OPTARG ;; g) gpu_build=$OPTARG ;; *) exit 2 ;; esac; done
 shift $((OPTIND - 1))
-ops=("$@"); [ ${#ops[@]} -gt 0 ] || ops=(gate topk)
+ops=("$@"); [ ${#ops[@]} -gt 0 ] || ops=(gate sink topk routing)
 cpu=$root/build/cpu
 [ -x "$cpu/fuzz/${ops[0]}_fuzzer" ] || { echo "build the cpu preset first (cmake --preset cpu && cmake --build build/cpu)"; exit 2; }
 gpus=$(python3 "$root/ci/resource_spec.py" 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin)["local"][0]; print(sum(len(v) for v in d.values()))' 2>/dev/null || echo 0)

@@ -16,6 +16,14 @@ mutants=(
   'topk|add the bias into the weights|kernels/topk.hip|s_reg[j] = sv;==>s_reg[j] = cv;'
   'topk|one stride for weights and ids|kernels/topk.hip|int32_t* id_row = ids + t * ids_stride;==>int32_t* id_row = ids + t * weights_stride;'
   'topk|ignore the device row count|kernels/topk.hip|real_rows = v < 0 ? 0 : (v < rows ? v : rows);==>real_rows = rows;'
+  'sink|forget the empty-row repair (vector path)|kernels/sink.hip|          for (int j = 0; j < kVec; ++j) v.v[j] = OutT(0);==>          for (int j = 0; j < kVec; ++j) v.v[j] = scale_one(v.v[j], s);'
+  'sink|trust lse alone for emptiness|kernels/sink.hip|const bool active = end > begin && !is_inf_f32(lse);==>const bool active = !is_inf_f32(lse);'
+  'sink|round in another order (scale as a ratio)|kernels/sink.hip|*scale = exp_f32(safe - l);==>*scale = exp_f32(safe - m) / (exp_f32(safe - m) + exp_f32(sink - m));'
+  'sink|write outside the strided view (head stride = D)|kernels/sink.hip|OutT* row = out + t * out_ts + static_cast<int64_t>(h0 + g) * out_hs;==>OutT* row = out + t * out_ts + static_cast<int64_t>(h0 + g) * dim;'
+  'routing|stride-blind sorter|kernels/routing.hip|return ids[(t0 + dt) * ids_stride + (j - dt * static_cast<uint32_t>(k))];==>return ids[(t0 + dt) * k + (j - dt * static_cast<uint32_t>(k))];'
+  'routing|order within an expert reversed inside a warp|kernels/routing.hip|const int64_t at = pos[x] + __builtin_popcountll(m & below);==>const int64_t at = pos[x] + __builtin_popcountll(m & ~below & ~(uint64_t{1} << lane));'
+  'routing|drop the mask renumbering|kernels/routing.hip|const int32_t local = scan_local[e] - (mine ? 1 : 0);==>const int32_t local = e;'
+  'routing|tail sentinel with the real row count as token|kernels/routing.hip|const int32_t pad_id = (k << 24) | static_cast<int32_t>(rows);==>const int32_t pad_id = (k << 24) | static_cast<int32_t>(real_rows_of(num_rows, rows));'
   'topk|sum in reverse rank order|kernels/topk.hip|for (int r = 1; r < k; ++r) sum = sum + dev::shfl_idx(my_s, r);==>for (int r = k - 1; r >= 1; --r) sum = dev::shfl_idx(my_s, r) + sum;'
 )
 want_ops=("$@")
