@@ -40,3 +40,11 @@ llvm-cov-22 show -instr-profile "$build/hy4.profdata" "${objects[@]:1}" -format=
   awk -v root="$root/" '
     /^\/.*:$/ { file = substr($0, 1, length($0) - 1); sub(root, "", file); next }
     /^ *[0-9]+\| *0\|/ { split($0, a, "|"); ln = a[1]; gsub(/ /, "", ln); src = $0; sub(/^[^|]*\|[^|]*\|/, "", src); print file ":" ln ":" src }'
+echo
+echo "=== kernel branches taken one way only (file:line, the branch, its counts)"
+llvm-cov-22 show -instr-profile "$build/hy4.profdata" "${objects[@]:1}" -format=text -show-branches=count \
+  -show-instantiations=false "${sources[@]/#/$root/}" 2>/dev/null |
+  awk -v root="$root/" '
+    /^\/.*:$/ { file = substr($0, 1, length($0) - 1); sub(root, "", file); next }
+    /^ *[0-9]+\|/ { split($0, a, "|"); ln = a[1]; gsub(/ /, "", ln); next }
+    /Branch \(/ && (/True: 0,/ || /False: 0\]/) && !/True: 0, False: 0\]/ { b = $0; sub(/^[ |]*/, "", b); print file ":" ln ": " b }'

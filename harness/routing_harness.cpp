@@ -429,6 +429,8 @@ std::vector<std::string> routing_bad_argument_failures(int* classes) {
       {"more than experts = 4", [](RoutingArgs& a) { a.experts = 4; }},
       {"'block_size' is 48", [](RoutingArgs& a) { a.block_size = 48; }},
       {"'block_size' is 0", [](RoutingArgs& a) { a.block_size = 0; }},
+      {"'block_size' is 2048", [](RoutingArgs& a) { a.block_size = 2048; }},
+      {"'num_rows' is not aligned", [](RoutingArgs& a) { a.num_rows = reinterpret_cast<const int32_t*>(reinterpret_cast<const char*>(a.counts) + 2); }},
       {"'sorted_capacity' is 279", [](RoutingArgs& a) { a.sorted_capacity = 279; }},
       {"'block_capacity' is 17", [](RoutingArgs& a) { a.block_capacity = 17; }},
       {"'workspace_capacity' is 31", [](RoutingArgs& a) { a.workspace_capacity = 31; }},

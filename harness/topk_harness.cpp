@@ -476,6 +476,7 @@ std::vector<std::string> topk_bad_argument_failures(int* classes) {
   static const RefusalClass<TopkArgs> bad[] = {
       {"'logits' is a null pointer", [](TopkArgs& a) { a.logits.data = nullptr; }},
       {"'bias' is a null pointer", [](TopkArgs& a) { a.bias = nullptr; }},
+      {"'bias' is not aligned", [](TopkArgs& a) { a.bias = reinterpret_cast<const float*>(reinterpret_cast<const char*>(a.bias) + 2); }},
       {"'weights' is a null pointer", [](TopkArgs& a) { a.weights.data = nullptr; }},
       {"'logits' has -2 rows", [](TopkArgs& a) { a.logits.rows = -2; }},
       {"'logits' has 16777217 rows", [](TopkArgs& a) { a.logits.rows = a.weights.rows = a.ids.rows = TopkPlan::kMaxRows + 1; }},

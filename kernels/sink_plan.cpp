@@ -21,9 +21,8 @@ const char* kOp = "sink";
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-// Elements a [T, H, C] view spans from its first element (0 when empty).
+// Elements a [T, H, C] view spans from its first element (T, H, C >= 1: validated).
 int64_t span_elems(const HeadView& v) {
-  if (v.tokens == 0 || v.heads == 0 || v.cols == 0) return 0;
   return (v.tokens - 1) * v.token_stride + (v.heads - 1) * v.head_stride + v.cols;
 }
 

@@ -32,6 +32,15 @@ namespace {
                                        << test::save_case_for_replay(gate_to_file(keep), stem);
 }
 
+// The kernel's case splits (kernels/gate.hip, gate_plan.cpp) and where the tests cross
+// each, on both sides, at warp 32 and 64 (every test runs as cpu32 and cpu64):
+//   vector | tail       W >= 8 with all three row starts 16-byte aligned (offsets 0 / odd,
+//                       pads 0 / odd break it) | scalar; W % 8 = 0 | not (a tail after the vectors)
+//   block size          clamp(ceil(units / 64) * 64, 64, 256), units = W / 8 (vector) or W:
+//                       units 64 | 65, 128 | 129, 192 | 193, 256 | 257 (EveryWidth: W 1..300
+//                       scalar; 504..528, 1016..1032, 1528..1544, 2030..2066 vector)
+//   grid cap            GatePlan::kMaxGrid rows (RowsPastTheGridCap)
+//   in place | not;  T = 0 | 1 | several
 rc::Gen<GateShape> gen_gate_shape(int64_t max_T) {
   using namespace rc;
   return gen::apply(
@@ -119,11 +128,12 @@ TEST(GateProperties, ProductionShapeT64W2048) {
   }
 }
 
-TEST(GateProperties, EveryWidthFrom1To300AndAround2048) {
+TEST(GateProperties, EveryWidthFrom1To300AndAroundEveryBlockSplit) {
   HY4_REQUIRE_DEVICE();
   std::vector<int64_t> widths;
   for (int64_t w = 1; w <= 300; ++w) widths.push_back(w);
-  for (int64_t w = 2030; w <= 2066; ++w) widths.push_back(w);
+  for (int64_t lo : {504, 1016, 1528, 2030})
+    for (int64_t w = lo; w <= (lo == 2030 ? 2066 : lo + 24); ++w) widths.push_back(w);
   for (int64_t w : widths) {
     GateShape shape;
     shape.T = 3;
