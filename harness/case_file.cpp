@@ -17,6 +17,18 @@ int64_t CaseFile::get_or(const std::string& name, int64_t fallback) const {
   auto it = ints.find(name);
   return it == ints.end() ? fallback : it->second;
 }
+namespace {
+int64_t in_range(const std::string& op, const std::string& name, int64_t v, int64_t lo, int64_t hi) {
+  if (v < lo || v > hi)
+    throw CaseFileError("case file (op " + op + "): int " + name + " = " + std::to_string(v) + " is outside [" +
+                        std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return v;
+}
+}  // namespace
+int64_t CaseFile::get_in(const std::string& name, int64_t lo, int64_t hi) const { return in_range(op, name, get(name), lo, hi); }
+int64_t CaseFile::get_or_in(const std::string& name, int64_t fallback, int64_t lo, int64_t hi) const {
+  return in_range(op, name, get_or(name, fallback), lo, hi);
+}
 std::vector<uint16_t> CaseFile::tensor16(const std::string& name) const {
   auto it = tensors.find(name);
   if (it == tensors.end()) throw CaseFileError("case file (op " + op + "): missing tensor '" + name + "'");

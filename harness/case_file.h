@@ -37,6 +37,11 @@ class CaseFile {
 
   int64_t get(const std::string& name) const;
   int64_t get_or(const std::string& name, int64_t fallback) const;
+  // The same, refused (CaseFileError naming the integer and the range) outside [lo, hi]:
+  // every size a harness computes from a file goes through these, so no product of
+  // checked values can overflow.
+  int64_t get_in(const std::string& name, int64_t lo, int64_t hi) const;
+  int64_t get_or_in(const std::string& name, int64_t fallback, int64_t lo, int64_t hi) const;
   std::vector<uint16_t> tensor16(const std::string& name) const;
   std::vector<uint32_t> tensor32(const std::string& name) const;
   void put16(const std::string& name, const std::vector<uint16_t>& v);

@@ -76,15 +76,16 @@ GateCase gate_from_file(const CaseFile& f) {
   if (f.op != "gate") throw CaseFileError("case file holds op '" + f.op + "', not 'gate'");
   GateCase c;
   c.seed = static_cast<uint64_t>(f.get_or("seed", 0));
-  c.shape.T = f.get("T");
-  c.shape.W = f.get("W");
-  c.shape.attn_pad = f.get_or("attn_pad", 0);
-  c.shape.gate_pad = f.get_or("gate_pad", 0);
-  c.shape.out_pad = f.get_or("out_pad", 0);
-  c.shape.attn_offset = f.get_or("attn_offset", 0);
-  c.shape.gate_offset = f.get_or("gate_offset", 0);
-  c.shape.out_offset = f.get_or("out_offset", 0);
-  c.shape.in_place = f.get_or("in_place", 0) != 0;
+  // every size range-checked before a span is computed from it (no overflow)
+  c.shape.T = f.get_in("T", 0, GatePlan::kMaxRows);
+  c.shape.W = f.get_in("W", 1, GatePlan::kMaxWidth);
+  c.shape.attn_pad = f.get_or_in("attn_pad", 0, 0, 1 << 20);
+  c.shape.gate_pad = f.get_or_in("gate_pad", 0, 0, 1 << 20);
+  c.shape.out_pad = f.get_or_in("out_pad", 0, 0, 1 << 20);
+  c.shape.attn_offset = f.get_or_in("attn_offset", 0, 0, 1 << 20);
+  c.shape.gate_offset = f.get_or_in("gate_offset", 0, 0, 1 << 20);
+  c.shape.out_offset = f.get_or_in("out_offset", 0, 0, 1 << 20);
+  c.shape.in_place = f.get_or_in("in_place", 0, 0, 1) != 0;
   c.attn = f.tensor16("attn");
   c.gate = f.tensor16("gate");
   if (!c.shape.in_place) c.out_init = f.tensor16("out_init");

@@ -115,26 +115,20 @@ RoutingCase routing_from_file(const CaseFile& f) {
   RoutingCase c;
   auto& s = c.shape;
   // Every size is range-checked before anything is computed from it (no overflow below).
-  auto ranged = [&](const char* name, int64_t v, int64_t lo, int64_t hi) {
-    if (v < lo || v > hi)
-      throw CaseFileError("routing case: int " + std::string(name) + " = " + std::to_string(v) + " is outside [" +
-                          std::to_string(lo) + ", " + std::to_string(hi) + "]");
-    return v;
-  };
   c.seed = static_cast<uint64_t>(f.get_or("seed", 0));
-  s.T = ranged("T", f.get("T"), 0, 1 << 20);
-  s.E = static_cast<int>(ranged("E", f.get("E"), 1, RoutingPlan::kMaxExperts));
-  s.k = static_cast<int>(ranged("k", f.get("k"), 1, std::min(s.E, RoutingPlan::kMaxK)));
-  s.block_size = static_cast<int>(ranged("block_size", f.get("block_size"), 1, RoutingPlan::kMaxBlockSize));
+  s.T = f.get_in("T", 0, 1 << 20);
+  s.E = static_cast<int>(f.get_in("E", 1, RoutingPlan::kMaxExperts));
+  s.k = static_cast<int>(f.get_in("k", 1, std::min(s.E, RoutingPlan::kMaxK)));
+  s.block_size = static_cast<int>(f.get_in("block_size", 1, RoutingPlan::kMaxBlockSize));
   if ((s.block_size & (s.block_size - 1)) != 0) throw CaseFileError("routing case: int block_size is not a power of two");
-  s.ids_pad = ranged("ids_pad", f.get_or("ids_pad", 0), 0, 1 << 16);
-  s.weights_pad = ranged("weights_pad", f.get_or("weights_pad", 0), 0, 1 << 16);
-  s.has_mask = ranged("has_mask", f.get_or("has_mask", 0), 0, 1) != 0;
-  s.has_num_rows = ranged("has_num_rows", f.get_or("has_num_rows", 0), 0, 1) != 0;
-  s.num_rows = ranged("num_rows", f.get_or("num_rows", 0), -(int64_t{1} << 31), (int64_t{1} << 31) - 1);
-  s.hidden = ranged("hidden", f.get_or("hidden", 0), 0, 1 << 16);
-  s.moe_pad = ranged("moe_pad", f.get_or("moe_pad", 0), 0, 1 << 16);
-  s.values = static_cast<RoutingValues>(ranged("values", f.get_or("values", 0), 0, 4));
+  s.ids_pad = f.get_or_in("ids_pad", 0, 0, 1 << 16);
+  s.weights_pad = f.get_or_in("weights_pad", 0, 0, 1 << 16);
+  s.has_mask = f.get_or_in("has_mask", 0, 0, 1) != 0;
+  s.has_num_rows = f.get_or_in("has_num_rows", 0, 0, 1) != 0;
+  s.num_rows = f.get_or_in("num_rows", 0, -(int64_t{1} << 31), (int64_t{1} << 31) - 1);
+  s.hidden = f.get_or_in("hidden", 0, 0, 1 << 16);
+  s.moe_pad = f.get_or_in("moe_pad", 0, 0, 1 << 16);
+  s.values = static_cast<RoutingValues>(f.get_or_in("values", 0, 0, 4));
   c.ids = f.tensor32("ids");
   c.weights = f.tensor32("weights");
   if (s.has_mask) c.mask = f.tensor32("mask");

@@ -163,25 +163,19 @@ SinkCase sink_from_file(const CaseFile& f) {
   auto& s = c.shape;
   // Every size is range-checked before anything is computed from it, so no product
   // below can overflow (T <= 2^24, strides <= 2^20: spans stay below 2^52).
-  auto ranged = [&](const char* name, int64_t v, int64_t lo, int64_t hi) {
-    if (v < lo || v > hi)
-      throw CaseFileError("sink case: int " + std::string(name) + " = " + std::to_string(v) + " is outside [" +
-                          std::to_string(lo) + ", " + std::to_string(hi) + "]");
-    return v;
-  };
   c.seed = static_cast<uint64_t>(f.get_or("seed", 0));
-  s.T = ranged("T", f.get("T"), 0, SinkPlan::kMaxTokens);
-  s.H = ranged("H", f.get("H"), 1, SinkPlan::kMaxHeads);
-  s.D = ranged("D", f.get("D"), 1, SinkPlan::kMaxDim);
-  s.out_bf16 = ranged("out_bf16", f.get_or("out_bf16", 1), 0, 1) != 0;
-  s.out_head_pad = ranged("out_head_pad", f.get_or("out_head_pad", 0), 0, 1 << 20);
-  s.out_token_pad = ranged("out_token_pad", f.get_or("out_token_pad", 0), 0, 1 << 20);
-  s.lse_head_stride = ranged("lse_head_stride", f.get_or("lse_head_stride", 1), 1, 1 << 20);
-  s.lse_token_pad = ranged("lse_token_pad", f.get_or("lse_token_pad", 0), 0, 1 << 20);
-  s.out_offset = ranged("out_offset", f.get_or("out_offset", 0), 0, 1 << 20);
-  s.lse_offset = ranged("lse_offset", f.get_or("lse_offset", 0), 0, 1 << 20);
-  s.aiter_padded_heads = static_cast<int>(ranged("aiter_padded_heads", f.get_or("aiter_padded_heads", 0), 0, 1024));
-  s.values = static_cast<SinkValues>(ranged("values", f.get_or("values", 0), 0, 4));
+  s.T = f.get_in("T", 0, SinkPlan::kMaxTokens);
+  s.H = f.get_in("H", 1, SinkPlan::kMaxHeads);
+  s.D = f.get_in("D", 1, SinkPlan::kMaxDim);
+  s.out_bf16 = f.get_or_in("out_bf16", 1, 0, 1) != 0;
+  s.out_head_pad = f.get_or_in("out_head_pad", 0, 0, 1 << 20);
+  s.out_token_pad = f.get_or_in("out_token_pad", 0, 0, 1 << 20);
+  s.lse_head_stride = f.get_or_in("lse_head_stride", 1, 1, 1 << 20);
+  s.lse_token_pad = f.get_or_in("lse_token_pad", 0, 0, 1 << 20);
+  s.out_offset = f.get_or_in("out_offset", 0, 0, 1 << 20);
+  s.lse_offset = f.get_or_in("lse_offset", 0, 0, 1 << 20);
+  s.aiter_padded_heads = static_cast<int>(f.get_or_in("aiter_padded_heads", 0, 0, 1024));
+  s.values = static_cast<SinkValues>(f.get_or_in("values", 0, 0, 4));
   const auto out = s.out_bf16 ? f.tensor16("out") : std::vector<uint16_t>{};
   if (s.out_bf16) c.out.assign(out.begin(), out.end());
   else c.out = f.tensor32("out");

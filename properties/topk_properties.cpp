@@ -303,3 +303,28 @@ TEST(TopkArguments, EveryBadArgumentClassIsRefusedWithItsName) {
   EXPECT_GE(classes, 22);
   for (const auto& f : failures) ADD_FAILURE() << f;
 }
+
+// ---- hostile case files -----------------------------------------------------------------------
+// Found by a user: `int logits_offset 9223372036854775807` overflowed the span computed from the
+// file and the case ran.  Every size read from a file is range-checked now (CaseFile::get_in).
+TEST(TopkCaseFiles, AnOverflowingOffsetIsRefusedNamingIt) {
+  TopkShape sh;
+  sh.T = 2;
+  sh.E = 4;
+  sh.k = 2;
+  CaseFile f = topk_to_file(make_topk_case(1, sh));
+  f.ints["logits_offset"] = INT64_MAX;
+  try {
+    (void)topk_from_file(CaseFile::parse(f.serialize(), "hostile.case"));
+    ADD_FAILURE() << "a case with logits_offset = INT64_MAX was accepted";
+  } catch (const CaseFileError& e) {
+    EXPECT_NE(std::string(e.what()).find("logits_offset"), std::string::npos) << e.what();
+  }
+  for (const char* name : {"T", "E", "k", "logits_pad", "ids_pad", "weights_pad"}) {
+    CaseFile g = topk_to_file(make_topk_case(1, sh));
+    g.ints[name] = INT64_MIN;
+    EXPECT_THROW((void)topk_from_file(g), CaseFileError) << name;
+    g.ints[name] = INT64_MAX;
+    EXPECT_THROW((void)topk_from_file(g), CaseFileError) << name;
+  }
+}
