@@ -244,19 +244,9 @@ TEST(RoutingGraph, ReplayWithNewIdsMaskAndCountsEqualsEagerAndBitModel) {
 
 TEST(RoutingWarp, Wave32AndWave64GiveTheSameBits) {
   HY4_REQUIRE_DEVICE();
-  const auto sizes = test::runnable_warp_sizes();
-  if (sizes.size() < 2)
-    GTEST_SKIP() << "this backend runs one warp size (" << hy4::rt::warp_size()
-                 << "); wave32 == wave64 is proven on the CPU backend, and this device is held to the same bit model";
-  for (uint64_t seed : test::seed_list()) {
-    const RoutingCase c = random_routing_case(seed, 600);
-    ScopedStream s;
-    test::use_warp_size(32);
-    const auto w32 = run_routing_eager(c, s);
-    test::use_warp_size(64);
-    const auto w64 = run_routing_eager(c, s);
-    EXPECT_EQ(w32, w64) << "seed " << seed;
-  }
+  HY4_REQUIRE_BOTH_WARP_SIZES();
+  for (uint64_t seed : test::seed_list())
+    EXPECT_TRUE(test::same_bits_at_warp_32_and_64(random_routing_case(seed, 600), run_routing_eager)) << "seed " << seed;
 }
 
 TEST(RoutingArguments, EveryBadArgumentClassIsRefusedWithItsName) {

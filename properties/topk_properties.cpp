@@ -281,18 +281,9 @@ TEST(TopkGraph, ReplayWithNewDataAndCountsEqualsEagerAndBitModel) {
 // ---- wave32 == wave64 ------------------------------------------------------------------------
 TEST(TopkWarp, Wave32AndWave64GiveTheSameBits) {
   HY4_REQUIRE_DEVICE();
-  if (test::runnable_warp_sizes().size() < 2)
-    GTEST_SKIP() << "this backend runs one warp size (" << hy4::rt::warp_size()
-                 << "); wave32 == wave64 is proven on the CPU backend, and this device is held to the same bit model";
-  for (uint64_t seed : test::seed_list()) {
-    const TopkCase c = random_topk_case(seed, 16);
-    ScopedStream s;
-    test::use_warp_size(32);
-    const auto a = run_topk_eager(c, s);
-    test::use_warp_size(64);
-    const auto b = run_topk_eager(c, s);
-    EXPECT_TRUE(a == b) << "seed " << seed;
-  }
+  HY4_REQUIRE_BOTH_WARP_SIZES();
+  for (uint64_t seed : test::seed_list())
+    EXPECT_TRUE(test::same_bits_at_warp_32_and_64(random_topk_case(seed, 16), run_topk_eager)) << "seed " << seed;
 }
 
 // ---- bad arguments -----------------------------------------------------------------------------
