@@ -51,6 +51,14 @@ Stats time_graph(Enqueue&& enqueue, int launches, int replays, hy4::rt::Stream s
   return Stats{us[us.size() / 2], us[us.size() / 10], us[us.size() * 9 / 10]};
 }
 
+// One table row: op, shape, the graph-replay statistics, the floor of `bytes` at the
+// peak bandwidth, the achieved GB/s and the share of the floor.
+void print_row(const char* op, const char* shape, const Stats& st, double bytes, double peak_gbs) {
+  const double floor_us = bytes / (peak_gbs * 1e3);
+  std::printf("%-6s %-22s %10.2f %10.2f %10.2f %10.2f %9.0f %7.1f%%\n", op, shape, st.median_us, st.p10_us,
+              st.p90_us, floor_us, bytes / (st.median_us * 1e3), 100.0 * floor_us / st.median_us);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -83,11 +91,9 @@ int main(int argc, char** argv) {
     GatePlan plan(dense_gate_args(a.get(), g.get(), o.get(), T, W));
     const Stats st = time_graph([&](hy4::rt::Stream cs) { plan.launch(cs); }, launches, replays, s);
     const double bytes = 3.0 * T * W * 2;
-    const double floor_us = bytes / (peak_gbs * 1e3);
     char shape[64];
     std::snprintf(shape, sizeof shape, "T=%lld W=%lld", static_cast<long long>(T), static_cast<long long>(W));
-    std::printf("%-6s %-22s %10.2f %10.2f %10.2f %10.2f %9.0f %7.1f%%\n", "gate", shape, st.median_us, st.p10_us,
-                st.p90_us, floor_us, bytes / (st.median_us * 1e3), 100.0 * floor_us / st.median_us);
+    print_row("gate", shape, st, bytes, peak_gbs);
   }
   for (int64_t T : {1, 8, 64, 512, 4096, 8192, 32768}) {
     // HY V4 TP8: out [T, 8, 512] bf16 as a stride-2 view of [T, 16, 512]; lse [T, 16]
@@ -118,11 +124,9 @@ int main(int argc, char** argv) {
     SinkPlan plan(a);
     const Stats st = time_graph([&](hy4::rt::Stream cs) { plan.launch(cs); }, launches, replays, s);
     const double bytes = 2.0 * T * H * D * 2 + 2.0 * T * H * 4 + 4.0 * (T + 1) + 4.0 * H;
-    const double floor_us = bytes / (peak_gbs * 1e3);
     char shape[64];
     std::snprintf(shape, sizeof shape, "T=%lld H=8 D=512", static_cast<long long>(T));
-    std::printf("%-6s %-22s %10.2f %10.2f %10.2f %10.2f %9.0f %7.1f%%\n", "sink", shape, st.median_us, st.p10_us,
-                st.p90_us, floor_us, bytes / (st.median_us * 1e3), 100.0 * floor_us / st.median_us);
+    print_row("sink", shape, st, bytes, peak_gbs);
   }
   for (int64_t T : {1, 8, 64, 512, 4096, 8192, 32768}) {
     const int E = 256, k = 8;  // HY V4 routing: fp32 logits, [:, :8] of [T, 9] / [T, 10]
@@ -148,11 +152,9 @@ int main(int argc, char** argv) {
     TopkPlan plan(a);
     const Stats st = time_graph([&](hy4::rt::Stream cs) { plan.launch(cs); }, launches, replays, s);
     const double bytes = 4.0 * T * E + 4.0 * E + 8.0 * T * k;
-    const double floor_us = bytes / (peak_gbs * 1e3);
     char shape[64];
     std::snprintf(shape, sizeof shape, "T=%lld E=%d k=%d", static_cast<long long>(T), E, k);
-    std::printf("%-6s %-22s %10.2f %10.2f %10.2f %10.2f %9.0f %7.1f%%\n", "topk", shape, st.median_us, st.p10_us,
-                st.p90_us, floor_us, bytes / (st.median_us * 1e3), 100.0 * floor_us / st.median_us);
+    print_row("topk", shape, st, bytes, peak_gbs);
   }
   for (int64_t T : {1, 8, 64, 512, 4096, 8192, 32768}) {
     // HY V4 routing: k = 8 of [T, 9] ids / weights (topk's outputs), E = 256, block 64,
@@ -191,11 +193,9 @@ int main(int argc, char** argv) {
     RoutingPlan plan(a);
     const Stats st = time_graph([&](hy4::rt::Stream cs) { plan.launch(cs); }, launches, replays, s);
     const double bytes = 8.0 * T * k + 8.0 * a.sorted_capacity + 4.0 * a.block_capacity;
-    const double floor_us = bytes / (peak_gbs * 1e3);
     char shape[64];
     std::snprintf(shape, sizeof shape, "T=%lld E=%d k=%d blk=%d", static_cast<long long>(T), E, k, bs);
-    std::printf("%-6s %-22s %10.2f %10.2f %10.2f %10.2f %9.0f %7.1f%%\n", "routing", shape, st.median_us, st.p10_us,
-                st.p90_us, floor_us, bytes / (st.median_us * 1e3), 100.0 * floor_us / st.median_us);
+    print_row("routing", shape, st, bytes, peak_gbs);
   }
   return 0;
 }

@@ -1,7 +1,6 @@
 // The sink op's plan: argument validation, the head-bucket policy and the launch
 // shape (backend independent).
 #include <algorithm>
-#include <sstream>
 
 #include "sink.h"
 
@@ -27,7 +26,6 @@ int64_t span_elems(const HeadView& v) {
 }
 
 void check_view(const char* name, const HeadView& v, int64_t T, int64_t H, int64_t C) {
-  std::ostringstream os;
   if (v.tokens != T) check::fail(kOp, "argument '" + std::string(name) + "' has " + str(v.tokens) + " tokens; expected " + str(T));
   if (v.heads != H) check::fail(kOp, "argument '" + std::string(name) + "' has " + str(v.heads) + " heads; expected " + str(H));
   if (v.cols != C) check::fail(kOp, "argument '" + std::string(name) + "' has " + str(v.cols) + " columns; expected " + str(C));
