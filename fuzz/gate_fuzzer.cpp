@@ -51,6 +51,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else {
     v = check_gate(c, run_gate_eager(c, stream));
   }
-  if (!v.ok()) report_fuzz_failure(gate_to_file(c), v.summary(), warp, graph, seed);
+  finish_fuzz_input(v.ok(), v.ok() ? std::string() : v.summary(), [&] { return gate_to_file(c); }, warp, graph, seed);
   return 0;
 }

@@ -46,6 +46,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else {
     v = check_routing(c, run_routing_eager(c, stream));
   }
-  if (!v.ok()) report_fuzz_failure(routing_to_file(c), v.summary(), warp, graph, seed);
+  finish_fuzz_input(v.ok(), v.ok() ? std::string() : v.summary(), [&] { return routing_to_file(c); }, warp, graph, seed);
   return 0;
 }

@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   SinkShape s;
   s.T = in.ConsumeIntegralInRange<int64_t>(0, 6);
   s.H = in.ConsumeBool() ? 8 : in.ConsumeIntegralInRange<int64_t>(1, 40);
-  s.D = in.ConsumeBool() ? in.ConsumeIntegralInRange<int64_t>(1, 72) : in.ConsumeIntegralInRange<int64_t>(1, 1024 / s.H + 1);
+  s.D = in.ConsumeBool() ? in.ConsumeIntegralInRange<int64_t>(1, 72) : in.ConsumeIntegralInRange<int64_t>(1, std::min<int64_t>(1024, 1024 / s.H + 1));
   s.out_bf16 = in.ConsumeBool();
   s.out_head_pad = in.ConsumeIntegralInRange<int64_t>(0, 9);
   s.out_token_pad = in.ConsumeIntegralInRange<int64_t>(0, 9);
@@ -47,6 +47,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else {
     v = check_sink(c, run_sink_eager(c, stream));
   }
-  if (!v.ok()) report_fuzz_failure(sink_to_file(c), v.summary(), warp, graph, seed);
+  finish_fuzz_input(v.ok(), v.ok() ? std::string() : v.summary(), [&] { return sink_to_file(c); }, warp, graph, seed);
   return 0;
 }

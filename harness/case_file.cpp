@@ -166,11 +166,27 @@ std::string save_failed_case(const CaseFile& c, const std::string& stem) {
 void report_fuzz_failure(const CaseFile& c, const std::string& verdict_summary, int warp, bool graph, uint64_t seed) {
   CaseFile keep = c;
   keep.text["origin"] = c.op + "_fuzzer warp" + std::to_string(warp) + (graph ? " graph" : " eager");
+  keep.text["description"] = verdict_summary.substr(0, verdict_summary.find('\n'));
   const std::string path = save_failed_case(keep, c.op + "_fuzzer." + std::to_string(seed));
   std::fprintf(stderr, "%s_fuzzer: FAIL (warp %d, %s): %s\ncase file: %s (replay: hy4-repro%s --warp %d %s)\n",
                c.op.c_str(), warp, graph ? "graph" : "eager", verdict_summary.c_str(), path.c_str(),
                graph ? " --graph" : "", warp, path.c_str());
   std::abort();
+}
+
+bool fuzz_echo_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("HY4_FUZZ_ECHO");
+    return e && *e && std::string(e) != "0";
+  }();
+  return on;
+}
+
+void echo_fuzz_case(const CaseFile& c, int warp, bool graph) {
+  std::string line = "fuzz case: op " + c.op + " warp " + std::to_string(warp) + (graph ? " graph" : " eager");
+  for (const auto& [name, value] : c.ints) line += " " + name + "=" + std::to_string(value);
+  for (const auto& [name, t] : c.tensors) line += " |" + name + "|=" + std::to_string(t.words.size());
+  std::fprintf(stderr, "%s\n", line.c_str());
 }
 
 }  // namespace hy4::harness

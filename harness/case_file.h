@@ -58,10 +58,28 @@ std::string failed_case_dir();
 // Writes the case as <dir>/<stem>.case and returns the path ("" if it could not).
 std::string save_failed_case(const CaseFile& c, const std::string& stem);
 
-// A fuzzer's differential check failed: writes the case as <op>_fuzzer.<seed>.case,
-// prints the verdict and the hy4-repro command line, and aborts (libFuzzer keeps the
-// input as a crash artifact).
+// A fuzzer's differential check failed: writes the case as <op>_fuzzer.<seed>.case
+// (text origin: fuzzer, warp, eager | graph; text description: the verdict's first
+// line), prints the verdict and the hy4-repro command line, and aborts (libFuzzer keeps
+// the input as a crash artifact).
 [[noreturn]] void report_fuzz_failure(const CaseFile& c, const std::string& verdict_summary, int warp, bool graph,
                                       uint64_t seed);
+
+// Every fuzzer's last step.  ok: nothing, unless HY4_FUZZ_ECHO=1, which prints the
+// decoded case (its case file, tensors left out) to stderr - what an input means, for
+// a person reading a corpus.  Not ok: report_fuzz_failure.  to_file is only called
+// when needed (serialising a case costs more than a small input's run).
+template <class ToFile>
+void finish_fuzz_input(bool ok, const std::string& verdict_summary, ToFile&& to_file, int warp, bool graph,
+                       uint64_t seed);
+void echo_fuzz_case(const CaseFile& c, int warp, bool graph);
+bool fuzz_echo_enabled();
+
+template <class ToFile>
+void finish_fuzz_input(bool ok, const std::string& verdict_summary, ToFile&& to_file, int warp, bool graph,
+                       uint64_t seed) {
+  if (!ok) report_fuzz_failure(to_file(), verdict_summary, warp, graph, seed);
+  if (fuzz_echo_enabled()) echo_fuzz_case(to_file(), warp, graph);
+}
 
 }  // namespace hy4::harness

@@ -69,6 +69,8 @@ RoutingCase make_routing_case(uint64_t seed, const RoutingShape& shape) {
 //                       unrolled loads: 128 at warp 32, 256 at 64) and of the warp itself
 //   experts per warp    4 per warp, E % 4 = 0 | 1 | 2 | 3 (a short last group);
 //                       64 threads = 1 warp (wave64) or 2 (warp 32)
+//   offsets block       scan_threads(E) = 64 | 128 | 256 | 512 threads: E = 63..65, 127..129,
+//                       255..257, 511, 512 (experts list below; EveryOffsetsBlockSizeBothSides)
 //   block_size          1, 16 .. 256, 1024: padding none | partial | a whole block
 //   mask                none | mask (local renumbering) ; row count none | < 0 | within | past T
 //   ids                 valid | -1 | negative | >= E ; duplicates within a row
@@ -77,8 +79,8 @@ RoutingCase random_routing_case(uint64_t seed, int64_t max_T) {
   std::mt19937_64 rng(seed ^ 0x2047ULL);
   RoutingShape s;
   s.T = static_cast<int64_t>(rng() % (max_T + 1));
-  static const int experts[] = {1, 2, 7, 8, 31, 32, 33, 63, 64, 65, 255, 256, 257, 512};
-  s.E = rng() % 2 ? 256 : experts[rng() % 14];
+  static const int experts[] = {1, 2, 7, 8, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 512};
+  s.E = rng() % 2 ? 256 : experts[rng() % 18];
   static const int ks[] = {1, 2, 7, 8, 9, 31, 32};
   s.k = std::min(s.E, rng() % 2 ? 8 : ks[rng() % 7]);
   static const int bss[] = {1, 2, 16, 32, 64, 128, 256, 1024};

@@ -57,7 +57,13 @@ class RoutingPlan {
   static constexpr int kMaxChunks = 128;    // chunk cap: more tokens make chunks longer
   static constexpr int kExpertsPerWarp = 4; // experts a warp compares each entry with
   static constexpr int kThreads = 64;       // count / scatter blocks: one wave64 or two warps of 32
-  static constexpr int kScanThreads = 512;  // the one offsets block: one expert per thread
+  static constexpr int kScanThreads = 512;  // the one offsets block at most: one expert per thread
+  // The offsets block's size: the power of two >= experts, at least 64 (a full wave64).
+  static constexpr int scan_threads(int experts) {
+    int n = 64;
+    while (n < experts && n < kScanThreads) n *= 2;
+    return n;
+  }
 
   static int64_t max_padded(int64_t T, int k, int E, int block_size) { return T * k + int64_t{E} * block_size - k; }
   static int64_t num_blocks(int64_t T, int k, int E, int block_size) {

@@ -6,7 +6,8 @@
 //     experts and one chunk of consecutive tokens, walks its (t, s) entries warpSize x 4
 //     at a time (the four loads in flight together) and counts ids == e with ballots;
 //     writes count[c][e].  The same blocks zero-fill moe_out's rows (grid-stride).
-//  2. routing_offsets_kernel, one block of 512 threads, thread = expert: each chunk's
+//  2. routing_offsets_kernel, one block of RoutingPlan::scan_threads(E) threads (the
+//     power of two >= E, at least 64, at most 512; E <= 64 scans 6 steps, not 9), thread = expert: each chunk's
 //     start inside the expert's segment and the total (one pass over c), the padded size, block scans of the padded sizes and of the unmasked flags (segment
 //     offsets and local ids), counts, expert_of_block and the unused tail.  (Each
 //     expert's padding was written here too, thread by thread: uncoalesced stores from
@@ -114,7 +115,8 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kScanThreads)
   scan_pad[e] = padded;
   scan_local[e] = mine ? 1 : 0;
   dev::sync_block();
-  for (int d = 1; d < RoutingPlan::kScanThreads; d *= 2) {  // inclusive Hillis-Steele scans
+  const int nt = static_cast<int>(blockDim.x);  // a power of two >= experts
+  for (int d = 1; d < nt; d *= 2) {  // inclusive Hillis-Steele scans
     int32_t p = scan_pad[e], l = scan_local[e];
     if (e >= d) {
       p += scan_pad[e - d];
@@ -127,7 +129,7 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kScanThreads)
   }
   const int32_t offset = scan_pad[e] - padded;
   const int32_t local = scan_local[e] - (mine ? 1 : 0);
-  const int32_t used = scan_pad[RoutingPlan::kScanThreads - 1];
+  const int32_t used = scan_pad[nt - 1];
   const int32_t pad_id = (k << 24) | static_cast<int32_t>(rows);
   if (e < experts) {
     offset_e[e] = offset;
@@ -221,7 +223,7 @@ void RoutingPlan::launch(hy4::rt::Stream stream) const {
   HY4_LAUNCH(routing_count_kernel, grid, dim3(kThreads), stream, static_cast<const int32_t*>(a.ids.data),
              a.ids.row_stride, T, k, E, a.expert_mask, a.num_rows, chunk_tokens, counts_ce,
              static_cast<uint16_t*>(a.moe_out.data), a.moe_out.row_stride, a.moe_out.data ? a.moe_out.cols : 0);
-  HY4_LAUNCH(routing_offsets_kernel, dim3(1), dim3(kScanThreads), stream, static_cast<const int32_t*>(counts_ce),
+  HY4_LAUNCH(routing_offsets_kernel, dim3(1), dim3(static_cast<unsigned>(scan_threads(E))), stream, static_cast<const int32_t*>(counts_ce),
              rel_ce, offset_e, total_e, T, k, E, a.block_size, a.expert_mask, a.num_rows, C, a.sorted_ids, a.sorted_weights,
              a.expert_of_block, a.counts, max_padded(T, k, E, a.block_size), num_blocks(T, k, E, a.block_size));
   HY4_LAUNCH(routing_scatter_kernel, grid, dim3(kThreads), stream, static_cast<const int32_t*>(a.ids.data),

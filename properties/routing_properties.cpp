@@ -213,6 +213,25 @@ TEST(RoutingProperties, EveryWalkAndChunkSplitBothSides) {
       }
 }
 
+// The offsets block is RoutingPlan::scan_threads(E) threads (64, 128, 256 or 512):
+// E on both sides of every size, with a mask (the local-id scan) and padding.
+TEST(RoutingProperties, EveryOffsetsBlockSizeBothSides) {
+  HY4_REQUIRE_DEVICE();
+  for (int E : {1, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 512})
+    for (bool mask : {false, true}) {
+      RoutingShape sh;
+      sh.T = 37;
+      sh.E = E;
+      sh.k = std::min(E, 8);
+      sh.block_size = 16;
+      sh.has_mask = mask;
+      sh.values = RoutingValues::Mixed;
+      EXPECT_TRUE(routing_case_passes(make_routing_case(0x5ca7 + E * 2 + mask, sh),
+                                      "routing.ScanBlock.E" + std::to_string(E) + (mask ? "mask" : "")))
+          << "offsets block " << RoutingPlan::scan_threads(E);
+    }
+}
+
 // Past the chunk cap (kMaxChunks x kChunkTokens tokens) chunks grow: the warp of a
 // (expert, chunk) walks more than 256 tokens.  E = 2, k = 1 keeps it cheap.
 TEST(RoutingProperties, TokensPastTheChunkCap) {
