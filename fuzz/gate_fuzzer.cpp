@@ -40,6 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (i < c.gate.size()) c.gate[i] = in.ConsumeIntegral<uint16_t>();
     if (i >= c.attn.size() && i >= c.gate.size()) break;
   }
+  before_fuzz_run([&] { return gate_to_file(c); }, warp, graph);
   hy4::rt::set_warp_size(warp);
   ScopedStream stream;
   Verdict v;

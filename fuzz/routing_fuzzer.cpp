@@ -35,6 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (i < c.ids.size()) c.ids[i] = w % 7 == 0 ? w : w % static_cast<uint32_t>(s.E + 2);  // mostly near-valid ids
     else c.mask[i - c.ids.size()] = w & 1;
   }
+  before_fuzz_run([&] { return routing_to_file(c); }, warp, graph);
   hy4::rt::set_warp_size(warp);
   ScopedStream stream;
   Verdict v;

@@ -36,6 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (i < c.lse.size()) c.lse[i] = w;
     else c.sinks[i - c.lse.size()] = w;
   }
+  before_fuzz_run([&] { return sink_to_file(c); }, warp, graph);
   hy4::rt::set_warp_size(warp);
   ScopedStream stream;
   Verdict v;

@@ -40,6 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     else
       c.bias[i - c.logits.size()] = w;
   }
+  before_fuzz_run([&] { return topk_to_file(c); }, warp, graph);
   hy4::rt::set_warp_size(warp);
   ScopedStream stream;
   Verdict v;

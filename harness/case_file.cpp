@@ -174,19 +174,35 @@ void report_fuzz_failure(const CaseFile& c, const std::string& verdict_summary, 
   std::abort();
 }
 
-bool fuzz_echo_enabled() {
+namespace {
+const char* env_or_null(const char* name) {
+  const char* e = std::getenv(name);
+  return e && *e ? e : nullptr;
+}
+}  // namespace
+
+bool fuzz_announce_enabled() {
   static const bool on = [] {
-    const char* e = std::getenv("HY4_FUZZ_ECHO");
-    return e && *e && std::string(e) != "0";
+    const char* echo = env_or_null("HY4_FUZZ_ECHO");
+    return (echo && std::string(echo) != "0") || env_or_null("HY4_FUZZ_CASE_OUT");
   }();
   return on;
 }
 
-void echo_fuzz_case(const CaseFile& c, int warp, bool graph) {
-  std::string line = "fuzz case: op " + c.op + " warp " + std::to_string(warp) + (graph ? " graph" : " eager");
-  for (const auto& [name, value] : c.ints) line += " " + name + "=" + std::to_string(value);
-  for (const auto& [name, t] : c.tensors) line += " |" + name + "|=" + std::to_string(t.words.size());
-  std::fprintf(stderr, "%s\n", line.c_str());
+void announce_fuzz_case(const CaseFile& c, int warp, bool graph) {
+  const char* echo = env_or_null("HY4_FUZZ_ECHO");
+  if (echo && std::string(echo) != "0") {
+    std::string line = "fuzz case: op " + c.op + " warp " + std::to_string(warp) + (graph ? " graph" : " eager");
+    for (const auto& [name, value] : c.ints) line += " " + name + "=" + std::to_string(value);
+    for (const auto& [name, t] : c.tensors) line += " |" + name + "|=" + std::to_string(t.words.size());
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+  if (const char* out = env_or_null("HY4_FUZZ_CASE_OUT")) {
+    CaseFile keep = c;
+    keep.text["origin"] = c.op + "_fuzzer warp" + std::to_string(warp) + (graph ? " graph" : " eager");
+    if (const char* d = env_or_null("HY4_FUZZ_DESCRIPTION")) keep.text["description"] = d;
+    keep.write(out);
+  }
 }
 
 }  // namespace hy4::harness

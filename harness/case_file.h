@@ -65,21 +65,25 @@ std::string save_failed_case(const CaseFile& c, const std::string& stem);
 [[noreturn]] void report_fuzz_failure(const CaseFile& c, const std::string& verdict_summary, int warp, bool graph,
                                       uint64_t seed);
 
-// Every fuzzer's last step.  ok: nothing, unless HY4_FUZZ_ECHO=1, which prints the
-// decoded case (its case file, tensors left out) to stderr - what an input means, for
-// a person reading a corpus.  Not ok: report_fuzz_failure.  to_file is only called
-// when needed (serialising a case costs more than a small input's run).
+// Every fuzzer's step before it runs the decoded case: nothing, unless
+//   HY4_FUZZ_ECHO=1        prints the decoded case (ints, tensor sizes) to stderr - what
+//                          an input means, for a person reading a corpus;
+//   HY4_FUZZ_CASE_OUT=FILE writes the decoded case as a case file (origin and
+//                          description from $HY4_FUZZ_DESCRIPTION) - how ci/fuzz_campaign.sh
+//                          turns a crash or timeout artifact, which never reaches the
+//                          check, into a case file for hy4-repro.
+// to_file is only called when needed (serialising costs more than a small input's run).
+bool fuzz_announce_enabled();
+void announce_fuzz_case(const CaseFile& c, int warp, bool graph);
 template <class ToFile>
-void finish_fuzz_input(bool ok, const std::string& verdict_summary, ToFile&& to_file, int warp, bool graph,
-                       uint64_t seed);
-void echo_fuzz_case(const CaseFile& c, int warp, bool graph);
-bool fuzz_echo_enabled();
-
+void before_fuzz_run(ToFile&& to_file, int warp, bool graph) {
+  if (fuzz_announce_enabled()) announce_fuzz_case(to_file(), warp, graph);
+}
+// Every fuzzer's last step: report_fuzz_failure when the check failed.
 template <class ToFile>
 void finish_fuzz_input(bool ok, const std::string& verdict_summary, ToFile&& to_file, int warp, bool graph,
                        uint64_t seed) {
   if (!ok) report_fuzz_failure(to_file(), verdict_summary, warp, graph, seed);
-  if (fuzz_echo_enabled()) echo_fuzz_case(to_file(), warp, graph);
 }
 
 }  // namespace hy4::harness

@@ -114,8 +114,9 @@ std::vector<ChainRun> run_topk_routing_chain(uint64_t seed, int64_t T, int repla
     hy4::rt::synchronize(s);
     r.topk_out.weights.resize(r.topk.weights_init.size());
     r.topk_out.ids.resize(r.topk.ids_init.size());
-    std::memcpy(r.topk_out.weights.data(), wf.data(), r.topk_out.weights.size() * 4);
-    std::memcpy(r.topk_out.ids.data(), ii.data(), r.topk_out.ids.size() * 4);
+    if (!r.topk_out.weights.empty())  // T = 0: empty vectors, whose data() may be null
+      std::memcpy(r.topk_out.weights.data(), wf.data(), r.topk_out.weights.size() * 4);
+    if (!r.topk_out.ids.empty()) std::memcpy(r.topk_out.ids.data(), ii.data(), r.topk_out.ids.size() * 4);
     sorted.download(r.routing_out.sorted_ids, s);
     sw.download(r.routing_out.sorted_weights, s);
     eob.download(r.routing_out.expert_of_block, s);
@@ -171,6 +172,30 @@ std::vector<ConformanceRow> conform_chain(const ConformanceOptions& o) {
   row.pass = bad == 0;
   row.worst = std::to_string(bad) + " replays differ";
   return {row};
+}
+
+CaseFile chain_to_file(uint64_t seed, int64_t T, int replays) {
+  CaseFile f;
+  f.op = "chain";
+  f.ints = {{"seed", static_cast<int64_t>(seed)}, {"T", T}, {"replays", replays}};
+  f.text["origin"] = "topk -> routing chain (replay data from the seed)";
+  return f;
+}
+
+Verdict replay_chain_file(const CaseFile& f, hy4::rt::Stream s) {
+  const uint64_t seed = static_cast<uint64_t>(f.get("seed"));
+  const int64_t T = f.get_in("T", 0, 1 << 20);
+  const int replays = static_cast<int>(f.get_or_in("replays", 4, 1, 64));
+  Verdict all;
+  int k = 0;
+  for (const ChainRun& r : run_topk_routing_chain(seed, T, replays, s)) {
+    Verdict v = check_chain(r, s);
+    if (!v.ok()) v.note("chain replay " + std::to_string(k));
+    all.merge(v);
+    all.elements += v.elements;
+    ++k;
+  }
+  return all;
 }
 
 }  // namespace hy4::harness

@@ -30,4 +30,10 @@ RoutingCase chain_routing_case(const TopkCase& t);
 Verdict check_chain(const ChainRun& r, hy4::rt::Stream s);
 std::vector<ConformanceRow> conform_chain(const ConformanceOptions& o);
 
+// A chain case file (op chain): the seed, T and the replay count re-create the whole
+// captured run (every replay's data comes from the seed), so hy4-repro replays it.
+CaseFile chain_to_file(uint64_t seed, int64_t T, int replays);
+// Runs the chain of the file and checks every replay (merged verdict).
+Verdict replay_chain_file(const CaseFile& f, hy4::rt::Stream s);
+
 }  // namespace hy4::harness

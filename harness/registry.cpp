@@ -1,5 +1,6 @@
 #include "registry.h"
 
+#include "chain_harness.h"
 #include "gate_harness.h"
 #include "sink_harness.h"
 #include "topk_harness.h"
@@ -13,6 +14,7 @@ const std::vector<std::string>& harnessed_ops() {
 }
 
 Verdict replay_case(const CaseFile& f, hy4::rt::Stream s, bool graph) {
+  if (f.op == "chain") return replay_chain_file(f, s);  // always a captured graph
   if (f.op == "gate") {
     const GateCase c = gate_from_file(f);
     if (!graph) return check_gate(c, run_gate_eager(c, s));
