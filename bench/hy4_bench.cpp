@@ -1,12 +1,16 @@
 // hy4-bench: the benchmark binary.  Performance claims come from here, never from a
-// timed test.  For each op and shape: capture K launches into one graph, replay it
-// R times, time each replay with device events; report the median (and p10/p90) time
-// per launch against the op's memory floor (bytes that must move / peak bandwidth).
+// timed test.  For each op at HY V4 shapes and T in {1, 8, 64, 512, 4096, 8192, 32768}:
+// capture K launches into one graph, replay it R times, time each replay with device
+// events; report the median (and p10 / p90) us per launch, the bytes the op must move,
+// GB/s, and the share of the copy bandwidth measured in this same run: a device-to-
+// device copy of 256 MiB (read + write counted), timed the same way.  Also an empty
+// kernel's graph node (the fixed cost every row carries).
 //
-//   hy4-bench [--replays R] [--launches K] [--peak-gbs G]
+//   hy4-bench [--replays R] [--launches K] [--json FILE] [--ops gate,sink,topk,routing]
 //
-// Default peak: 4800 GB/s, the H200's HBM3e datasheet figure.  On the CPU backend the
-// numbers only describe the executor, not a GPU.
+// Not Google Benchmark: every row must be one graph-replay measurement beside peers.py
+// (which parses these rows: op, T=..., median first), and the copy bandwidth must come
+// from the same process.  On the CPU backend the numbers only describe the executor.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +20,7 @@
 
 #include "device_buffer.h"
 #include "gate.h"
+#include "numeric_probe.h"
 #include "routing.h"
 #include "sink.h"
 #include "topk.h"
@@ -51,37 +56,105 @@ Stats time_graph(Enqueue&& enqueue, int launches, int replays, hy4::rt::Stream s
   return Stats{us[us.size() / 2], us[us.size() / 10], us[us.size() * 9 / 10]};
 }
 
-// One table row: op, shape, the graph-replay statistics, the floor of `bytes` at the
-// peak bandwidth, the achieved GB/s and the share of the floor.
-void print_row(const char* op, const char* shape, const Stats& st, double bytes, double peak_gbs) {
-  const double floor_us = bytes / (peak_gbs * 1e3);
-  std::printf("%-6s %-22s %10.2f %10.2f %10.2f %10.2f %9.0f %7.1f%%\n", op, shape, st.median_us, st.p10_us,
-              st.p90_us, floor_us, bytes / (st.median_us * 1e3), 100.0 * floor_us / st.median_us);
+struct Row {
+  std::string op, shape;
+  int64_t T;
+  Stats st;
+  double bytes;
+};
+std::vector<Row> g_rows;
+double g_copy_gbs = 0;
+
+// One table row: op, shape, the graph-replay statistics, the bytes that must move, the
+// floor of those bytes at the copy bandwidth of this run, GB/s and the share of it.
+void print_row(const char* op, const char* shape, const Stats& st, double bytes, int64_t T = -1) {
+  const double floor_us = g_copy_gbs > 0 ? bytes / (g_copy_gbs * 1e3) : 0;
+  std::printf("%-7s %-24s %10.2f %10.2f %10.2f %12.0f %10.2f %9.0f %7.1f%%\n", op, shape, st.median_us, st.p10_us,
+              st.p90_us, bytes, floor_us, bytes / (st.median_us * 1e3), 100.0 * floor_us / st.median_us);
+  std::fflush(stdout);
+  g_rows.push_back(Row{op, shape, T, st, bytes});
+}
+
+void write_json(const std::string& path, int launches, int replays) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) {
+    std::fprintf(stderr, "hy4-bench: --json: cannot write %s\n", path.c_str());
+    return;
+  }
+  std::fprintf(f, "{\n \"device\": \"%s\",\n \"backend\": \"%s\",\n \"launches_per_graph\": %d,\n \"replays\": %d,\n"
+               " \"copy_gbs\": %.1f,\n \"rows\": [\n",
+               hy4::rt::device_name().c_str(), hy4::rt::backend_name(), launches, replays, g_copy_gbs);
+  for (std::size_t i = 0; i < g_rows.size(); ++i) {
+    const Row& r = g_rows[i];
+    const double floor_us = g_copy_gbs > 0 ? r.bytes / (g_copy_gbs * 1e3) : 0;
+    std::fprintf(f,
+                 "  {\"op\": \"%s\", \"shape\": \"%s\", \"T\": %lld, \"median_us\": %.3f, \"p10_us\": %.3f, "
+                 "\"p90_us\": %.3f, \"bytes\": %.0f, \"gbs\": %.1f, \"floor_us\": %.3f, \"copy_fraction\": %.4f}%s\n",
+                 r.op.c_str(), r.shape.c_str(), static_cast<long long>(r.T), r.st.median_us, r.st.p10_us, r.st.p90_us,
+                 r.bytes, r.bytes / (r.st.median_us * 1e3), floor_us, floor_us / r.st.median_us,
+                 i + 1 < g_rows.size() ? "," : "");
+  }
+  std::fprintf(f, " ]\n}\n");
+  std::fclose(f);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   int replays = 200, launches = 20;
-  double peak_gbs = 4800;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  std::string json, ops = "gate,sink,topk,routing";
+  for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--replays") replays = std::atoi(argv[i + 1]);
-    else if (a == "--launches") launches = std::atoi(argv[i + 1]);
-    else if (a == "--peak-gbs") peak_gbs = std::atof(argv[i + 1]);
+    if (i + 1 >= argc || a.rfind("--", 0) != 0) {
+      std::fprintf(stderr, "usage: hy4-bench [--replays R] [--launches K] [--json FILE] [--ops gate,sink,topk,routing]\n");
+      return 2;
+    }
+    const char* v = argv[++i];
+    if (a == "--replays") replays = std::atoi(v);
+    else if (a == "--launches") launches = std::atoi(v);
+    else if (a == "--json") json = v;
+    else if (a == "--ops") ops = v;
+    else if (a == "--peak-gbs") continue;  // accepted for old scripts; the floor is the measured copy now
+    else {
+      std::fprintf(stderr, "hy4-bench: unknown option '%s'\n", a.c_str());
+      return 2;
+    }
+  }
+  if (replays < 1 || launches < 1) {
+    std::fprintf(stderr, "hy4-bench: --replays and --launches must be >= 1\n");
+    return 2;
   }
   if (hy4::rt::device_count() == 0) {
     std::printf("hy4-bench: no %s device: %s\n", hy4::rt::backend_name(), hy4::rt::no_device_reason().c_str());
     return 3;
   }
   hy4::rt::set_device(0);
-  std::printf("hy4-bench: %s, %d replays of a graph of %d launches, peak %.0f GB/s\n",
-              hy4::rt::device_name().c_str(), replays, launches, peak_gbs);
-  std::printf("%-6s %-22s %10s %10s %10s %10s %9s %8s\n", "op", "shape", "median_us", "p10_us", "p90_us",
-              "floor_us", "GB/s", "%floor");
+  const auto want = [&](const char* op) { return ("," + ops + ",").find("," + std::string(op) + ",") != std::string::npos; };
+  ScopedStream cs0;
+  {
+    // The copy bandwidth of this device in this run: 256 MiB (4 MiB on the CPU backend)
+    // copied device to device, read + write counted, timed like every row.
+    const std::size_t bytes = hy4::rt::backend() == hy4::rt::Backend::Cpu ? (4u << 20) : (256u << 20);
+    DeviceBuffer<uint8_t> src(bytes), dst(bytes);
+    hy4::rt::fill_bytes(src.get(), 0x5a, bytes, cs0);
+    hy4::rt::synchronize(cs0);
+    const Stats st = time_graph([&](hy4::rt::Stream cs) { hy4::rt::copy_on_device(dst.get(), src.get(), bytes, cs); },
+                                std::min(launches, 10), std::min(replays, 50), cs0);
+    g_copy_gbs = 2.0 * bytes / (st.median_us * 1e3);
+    std::printf("hy4-bench: %s, %d replays of a graph of %d launches; copy bandwidth %.0f GB/s (device copy of %zu MiB, "
+                "read + write, median %.2f us)\n",
+                hy4::rt::device_name().c_str(), replays, launches, g_copy_gbs, bytes >> 20, st.median_us);
+  }
+  std::printf("%-7s %-24s %10s %10s %10s %12s %10s %9s %8s\n", "op", "shape", "median_us", "p10_us", "p90_us", "bytes",
+              "floor_us", "GB/s", "%copy");
+  {
+    const Stats st = time_graph([&](hy4::rt::Stream cs) { empty_kernel_launch(cs); }, launches, replays, cs0);
+    print_row("empty", "1 block x 64, no body", st, 0);
+  }
   ScopedStream s;
   std::mt19937_64 rng(1);
   for (int64_t T : {1, 8, 64, 512, 4096, 8192, 32768}) {
+    if (!want("gate")) break;
     const int64_t W = 2048;
     DeviceBuffer<uint16_t> a(T * W), g(T * W), o(T * W);
     std::vector<uint16_t> h(T * W);
@@ -93,9 +166,10 @@ int main(int argc, char** argv) {
     const double bytes = 3.0 * T * W * 2;
     char shape[64];
     std::snprintf(shape, sizeof shape, "T=%lld W=%lld", static_cast<long long>(T), static_cast<long long>(W));
-    print_row("gate", shape, st, bytes, peak_gbs);
+    print_row("gate", shape, st, bytes, T);
   }
   for (int64_t T : {1, 8, 64, 512, 4096, 8192, 32768}) {
+    if (!want("sink")) break;
     // HY V4 TP8: out [T, 8, 512] bf16 as a stride-2 view of [T, 16, 512]; lse [T, 16]
     // viewed with stride 2; every row 5 keys.  In place, so 100 launches keep scaling.
     const int64_t H = 8, D = 512, P = 16;
@@ -126,9 +200,10 @@ int main(int argc, char** argv) {
     const double bytes = 2.0 * T * H * D * 2 + 2.0 * T * H * 4 + 4.0 * (T + 1) + 4.0 * H;
     char shape[64];
     std::snprintf(shape, sizeof shape, "T=%lld H=8 D=512", static_cast<long long>(T));
-    print_row("sink", shape, st, bytes, peak_gbs);
+    print_row("sink", shape, st, bytes, T);
   }
   for (int64_t T : {1, 8, 64, 512, 4096, 8192, 32768}) {
+    if (!want("topk")) break;
     const int E = 256, k = 8;  // HY V4 routing: fp32 logits, [:, :8] of [T, 9] / [T, 10]
     DeviceBuffer<float> logits(T * E), bias(E), weights(T * 9);
     DeviceBuffer<int32_t> ids(T * 10), count(1);
@@ -154,9 +229,10 @@ int main(int argc, char** argv) {
     const double bytes = 4.0 * T * E + 4.0 * E + 8.0 * T * k;
     char shape[64];
     std::snprintf(shape, sizeof shape, "T=%lld E=%d k=%d", static_cast<long long>(T), E, k);
-    print_row("topk", shape, st, bytes, peak_gbs);
+    print_row("topk", shape, st, bytes, T);
   }
   for (int64_t T : {1, 8, 64, 512, 4096, 8192, 32768}) {
+    if (!want("routing")) break;
     // HY V4 routing: k = 8 of [T, 9] ids / weights (topk's outputs), E = 256, block 64,
     // device row count, no zero-fill.
     const int E = 256, k = 8, bs = 64;
@@ -195,7 +271,8 @@ int main(int argc, char** argv) {
     const double bytes = 8.0 * T * k + 8.0 * a.sorted_capacity + 4.0 * a.block_capacity;
     char shape[64];
     std::snprintf(shape, sizeof shape, "T=%lld E=%d k=%d blk=%d", static_cast<long long>(T), E, k, bs);
-    print_row("routing", shape, st, bytes, peak_gbs);
+    print_row("routing", shape, st, bytes, T);
   }
+  if (!json.empty()) write_json(json, launches, replays);
   return 0;
 }

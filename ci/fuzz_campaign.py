@@ -58,7 +58,7 @@ def run(cmd, env=None, timeout=None, log=None):
 
 def describe(out):
     """One line saying what an artifact does, from the fuzzer's output on it."""
-    for pat in (r"(\w+_fuzzer: FAIL \(.*)", r"(case_file_fuzzer: .*)", r"SUMMARY: (\w+Sanitizer: .*)",
+    for pat in (r"(\w+_fuzzer: FAIL \(.*)", r"(case_file_fuzzer: (?:an accepted|a file ended).*)", r"SUMMARY: (\w+Sanitizer: .*)",
                 r"(hy4 cpu executor: .*)", r"(==\d+== ERROR: libFuzzer: timeout.*)", r"(ALARM: working on the last Unit.*)",
                 r"(==\d+== ERROR: libFuzzer: out-of-memory.*)", r"(terminate called .*)", r"(runtime error: .*)",
                 r"(==\d+== ERROR: libFuzzer: deadly signal)"):
@@ -95,8 +95,11 @@ def fuzz_one(args, name, exe, secs, out_dir):
         p = subprocess.Popen(cmd, env={**os.environ, **env}, stdout=lf, stderr=subprocess.STDOUT, cwd=fdir)
         p.wait()
     wall = time.time() - t0
-    series, execs, eps = [], 0, 0
+    series, execs, eps, first_fail = [], 0, 0, None
     for line in open(log, errors="replace"):
+        f = re.search(r"oom/timeout/crash: (\d+)/(\d+)/(\d+) time: (\d+)s", line)
+        if f and first_fail is None and sum(int(x) for x in f.groups()[:3]) > 0:
+            first_fail = int(f.group(4))  # seconds into the run when the first failure was seen
         m = STATUS.match(line) or PLAIN.match(line)
         if m:
             execs = max(execs, int(m.group(1)))
@@ -121,7 +124,7 @@ def fuzz_one(args, name, exe, secs, out_dir):
     after = corpus_stats(corpus)
     return {"fuzzer": name, "seconds": round(wall, 1), "jobs": args.jobs, "execs": execs,
             "exec_per_s": round(execs / wall, 1) if wall > 0 else 0, "last_exec_per_s": eps,
-            "features_over_time": series, "features": series[-1][1] if series else 0,
+            "first_failure_after_s": first_fail, "features_over_time": series, "features": series[-1][1] if series else 0,
             "corpus_before": before, "corpus_after": after, "log": log, "findings": []}
 
 
@@ -178,11 +181,18 @@ def triage(args, res, exe, out_dir):
         written = sorted(glob.glob(os.path.join(tmp_cases, "*.case")))
         if written:
             shutil.copy(written[-1], case)
+        flags = None
+        if name == "case_file":  # the input is a case file behind one byte (bit 0 graph, bit 1 wave64)
+            data = open(minimized, "rb").read()
+            if data:
+                with open(case, "wb") as cf:
+                    cf.write(data[1:])
+                flags = ("64" if data[0] & 2 else "32", bool(data[0] & 1))
         f = {"fuzzer": name, "description": desc, "artifact": a, "input": minimized,
              "minimize_seconds": round(time.time() - t0, 1), "case": case if os.path.exists(case) else None,
              "replay_input": f"{exe} {minimized}"}
         if f["case"]:
-            warp, graph = case_flags(case)
+            warp, graph = flags or case_flags(case)
             cmd = [os.path.join(args.cpu_build, "regressions", "hy4-repro"), "--warp", warp] + (["--graph"] if graph else []) + [case]
             rc, out = run(cmd, timeout=600)
             f["hy4_repro"] = " ".join(cmd)
@@ -282,7 +292,9 @@ def main():
         triage(args, r, exe, args.out)
         results.append(r)
         print(f"  {n:10s} {r['execs']:9d} execs {r['exec_per_s']:8.1f} exec/s  ft {r['features']:6d}  corpus "
-              f"{r['corpus_before']['files']} -> {r['corpus_after']['files']}  findings {len(r['findings'])}", flush=True)
+              f"{r['corpus_before']['files']} -> {r['corpus_after']['files']}  findings {len(r['findings'])}"
+              + (f" (first failure after {r['first_failure_after_s']} s)" if r['first_failure_after_s'] is not None else ""),
+              flush=True)
         for f in r["findings"]:
             print(f"    finding: {f['description']}\n      case {f['case']}  hy4-repro fails: {f.get('hy4_repro_fails')}"
                   f"\n      replay: {f.get('hy4_repro', f['replay_input'])}", flush=True)

@@ -17,6 +17,6 @@ step "ctest (rocm, GPU required, $ngpu GPUs)" ctest --test-dir "$build" --output
   --resource-spec-file "$out/resources.json" -j "$ngpu"
 step "exhaustive: device bits == host bits" ctest --test-dir "$build" --output-on-failure -R device_bits
 step "conformance" "$build/tools/hy4-conformance" --require-gpu
-step "benchmark (peak: MI300X 5300 GB/s, MI355X 8000 GB/s)" "$build/bench/hy4-bench" --peak-gbs "${HY4_PEAK_GBS:-5300}"
+step "benchmark (floor: the copy bandwidth measured in the run)" "$build/bench/hy4-bench" --json "$out/bench.json"
 echo; [ $status -eq 0 ] && echo "GPU RUN PASS" || echo "GPU RUN FAIL"
 exit $status

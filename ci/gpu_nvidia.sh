@@ -47,7 +47,7 @@ if [ -n "${HY4_PEERS:-}" ] && [ -f "$HY4_PEERS" ]; then
   python3 "$HY4_PEERS" --hy4-bench "$build/bench/hy4-bench" --out "$out/peers.json" ||
     echo "WARNING: peers.py exited $? (see above); hy4-bench's rows and the peers printed before it are complete"
 else
-  step "benchmark" "$build/bench/hy4-bench"
+  step "benchmark" "$build/bench/hy4-bench" --json "$out/bench.json"
 fi
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   step "gate vs eager PyTorch" python3 "$root/ci/torch_gate_compare.py" "$build" 8192 2048 7

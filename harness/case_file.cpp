@@ -29,6 +29,13 @@ int64_t CaseFile::get_in(const std::string& name, int64_t lo, int64_t hi) const 
 int64_t CaseFile::get_or_in(const std::string& name, int64_t fallback, int64_t lo, int64_t hi) const {
   return in_range(op, name, get_or(name, fallback), lo, hi);
 }
+void CaseFile::check_generated_size(int64_t elements) const {
+  if (elements < 0 || elements > kMaxGeneratedElements)
+    throw CaseFileError("case file (op " + op + ") has no tensors, so its data would be generated from the seed, but its shape needs " +
+                        std::to_string(elements) + " elements, more than the " + std::to_string(kMaxGeneratedElements) +
+                        " a generated case may hold; include the tensors");
+}
+
 std::vector<uint16_t> CaseFile::tensor16(const std::string& name) const {
   auto it = tensors.find(name);
   if (it == tensors.end()) throw CaseFileError("case file (op " + op + "): missing tensor '" + name + "'");
@@ -109,13 +116,19 @@ CaseFile CaseFile::parse(const std::string& content, const std::string& src) {
         throw fail("expected 'tensor NAME 16|32 COUNT'");
       Tensor t;
       t.bits = bits;
+      // The count is the file's word: reserve no more than the file can hold (each
+      // element takes at least two characters), or a hostile count allocates gigabytes.
+      if (static_cast<unsigned long long>(n) > content.size() / 2 + 1)
+        throw fail("tensor '" + k + "' declares " + std::to_string(n) + " elements; the file has room for at most " +
+                   std::to_string(content.size() / 2 + 1));
       t.words.reserve(static_cast<std::size_t>(n));
       while (static_cast<long long>(t.words.size()) < n) {
         std::string word;
         if (!(is >> word)) throw fail("tensor '" + k + "' ends after " + std::to_string(t.words.size()) + " of " + std::to_string(n) + " elements");
         char* end = nullptr;
         unsigned long w = std::strtoul(word.c_str(), &end, 16);
-        if (*end != '\0' || (bits == 16 && w > 0xFFFF)) throw fail("bad hex word '" + word + "' in tensor '" + k + "'");
+        if (word[0] == '-' || word[0] == '+' || *end != '\0' || (bits == 16 && w > 0xFFFF) || w > 0xFFFFFFFFul)
+          throw fail("bad hex word '" + word + "' in tensor '" + k + "' (" + std::to_string(bits) + "-bit)");
         t.words.push_back(static_cast<uint32_t>(w));
       }
       std::getline(is, line);  // rest of the last data line

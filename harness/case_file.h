@@ -42,6 +42,13 @@ class CaseFile {
   // checked values can overflow.
   int64_t get_in(const std::string& name, int64_t lo, int64_t hi) const;
   int64_t get_or_in(const std::string& name, int64_t fallback, int64_t lo, int64_t hi) const;
+  // A file with no tensor at all is generated from its seed and shape (each op's
+  // from_file calls make_<op>_case): a hand-written reproducer can be a few lines, and
+  // `hy4-repro --expand` writes it out whole.  Refused (CaseFileError) when the shape
+  // asks for more than kMaxGeneratedElements elements.
+  static constexpr int64_t kMaxGeneratedElements = int64_t{1} << 24;
+  bool generated() const { return tensors.empty(); }
+  void check_generated_size(int64_t elements) const;
   std::vector<uint16_t> tensor16(const std::string& name) const;
   std::vector<uint32_t> tensor32(const std::string& name) const;
   void put16(const std::string& name, const std::vector<uint16_t>& v);

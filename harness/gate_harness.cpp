@@ -86,6 +86,16 @@ GateCase gate_from_file(const CaseFile& f) {
   c.shape.gate_offset = f.get_or_in("gate_offset", 0, 0, 1 << 20);
   c.shape.out_offset = f.get_or_in("out_offset", 0, 0, 1 << 20);
   c.shape.in_place = f.get_or_in("in_place", 0, 0, 1) != 0;
+  if (f.generated()) {
+    const GateShape& s = c.shape;
+    f.check_generated_size(gate_buffer_elems(s.T, s.W, c.attn_stride(), s.attn_offset) +
+                           gate_buffer_elems(s.T, s.W, c.gate_stride(), s.gate_offset) +
+                           gate_buffer_elems(s.T, s.W, c.out_stride(), s.out_offset));
+    GateCase g = make_gate_case(c.seed, s);
+    auto o = f.text.find("origin");
+    g.origin = o != f.text.end() ? o->second : "generated from seed and shape";
+    return g;
+  }
   c.attn = f.tensor16("attn");
   c.gate = f.tensor16("gate");
   if (!c.shape.in_place) c.out_init = f.tensor16("out_init");

@@ -46,4 +46,16 @@ Verdict replay_case(const CaseFile& f, hy4::rt::Stream s, bool graph) {
   throw CaseFileError("no harness for op '" + f.op + "'");
 }
 
+CaseFile expand_case(const CaseFile& f) {
+  CaseFile out;
+  if (f.op == "gate") out = gate_to_file(gate_from_file(f));
+  else if (f.op == "sink") out = sink_to_file(sink_from_file(f));
+  else if (f.op == "topk") out = topk_to_file(topk_from_file(f));
+  else if (f.op == "routing") out = routing_to_file(routing_from_file(f));
+  else if (f.op == "chain") return f;  // a chain file is its seed
+  else throw CaseFileError("case file holds unknown op '" + f.op + "'");
+  for (const auto& [k, v] : f.text) out.text[k] = v;
+  return out;
+}
+
 }  // namespace hy4::harness

@@ -18,4 +18,8 @@ const std::vector<std::string>& harnessed_ops();
 // replayed, and checks it.  Throws CaseFileError for an unknown op or a bad file.
 Verdict replay_case(const CaseFile& c, hy4::rt::Stream s, bool graph);
 
+// The case as the op's harness reads it, written out whole (a generated file gets its
+// tensors; text lines are kept).  Throws CaseFileError like replay_case.
+CaseFile expand_case(const CaseFile& c);
+
 }  // namespace hy4::harness

@@ -131,6 +131,13 @@ RoutingCase routing_from_file(const CaseFile& f) {
   s.hidden = f.get_or_in("hidden", 0, 0, 1 << 16);
   s.moe_pad = f.get_or_in("moe_pad", 0, 0, 1 << 16);
   s.values = static_cast<RoutingValues>(f.get_or_in("values", 0, 0, 4));
+  if (f.generated()) {
+    f.check_generated_size(s.T * c.ids_stride() + s.T * c.weights_stride() + s.E + s.T * c.moe_stride());
+    RoutingCase g = make_routing_case(c.seed, s);
+    auto o = f.text.find("origin");
+    g.origin = o != f.text.end() ? o->second : "generated from seed and shape";
+    return g;
+  }
   c.ids = f.tensor32("ids");
   c.weights = f.tensor32("weights");
   if (s.has_mask) c.mask = f.tensor32("mask");

@@ -176,6 +176,13 @@ SinkCase sink_from_file(const CaseFile& f) {
   s.lse_offset = f.get_or_in("lse_offset", 0, 0, 1 << 20);
   s.aiter_padded_heads = static_cast<int>(f.get_or_in("aiter_padded_heads", 0, 0, 1024));
   s.values = static_cast<SinkValues>(f.get_or_in("values", 0, 0, 4));
+  if (f.generated()) {
+    f.check_generated_size(out_elems(c) + lse_elems(c) + s.H + s.T + 1);
+    SinkCase g = make_sink_case(c.seed, s);
+    auto o = f.text.find("origin");
+    g.origin = o != f.text.end() ? o->second : "generated from seed and shape";
+    return g;
+  }
   const auto out = s.out_bf16 ? f.tensor16("out") : std::vector<uint16_t>{};
   if (s.out_bf16) c.out.assign(out.begin(), out.end());
   else c.out = f.tensor32("out");

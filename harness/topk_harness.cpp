@@ -167,6 +167,14 @@ TopkCase topk_from_file(const CaseFile& f) {
   s.has_num_rows = f.get_or_in("has_num_rows", 0, 0, 1) != 0;
   s.num_rows = f.get_or_in("num_rows", 0, -(int64_t{1} << 31), (int64_t{1} << 31) - 1);
   s.values = static_cast<TopkValues>(f.get_or_in("values", 0, 0, 5));
+  if (f.generated()) {
+    f.check_generated_size(span(s.T, s.E, c.logits_stride(), s.logits_offset) + s.E +
+                           span(s.T, s.k, c.weights_stride(), 0) + span(s.T, s.k, c.ids_stride(), 0));
+    TopkCase g = make_topk_case(c.seed, s);
+    auto o = f.text.find("origin");
+    g.origin = o != f.text.end() ? o->second : "generated from seed and shape";
+    return g;
+  }
   c.logits = f.tensor32("logits");
   c.bias = f.tensor32("bias");
   c.weights_init = f.tensor32("weights_init");

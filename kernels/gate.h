@@ -44,12 +44,26 @@ class GatePlan {
   bool vector_path() const { return vector_; }
   int block_threads() const { return block_; }
   int64_t grid_blocks() const { return grid_; }
+  // s = bf16(sigmoid_f32(g)) for every bf16 pattern g (65536 entries) on the device
+  // the plan was made on.  See sigmoid_table() below.
+  const uint16_t* sigmoid_table() const { return table_; }
 
  private:
   GateArgs args_;
+  const uint16_t* table_ = nullptr;
   bool vector_ = false;  // rows start 16-byte aligned: 8-wide loads for the prefix, scalar tail
   int block_ = 64;
   int64_t grid_ = 0;
 };
+
+// The gate's sigmoid table of the current device: 65536 bf16 entries, entry g =
+// bf16_from_f32(sigmoid_f32(bf16_to_f32(g))), computed on the host with the same
+// hy4_numeric.h functions the kernel used to evaluate (host bits == device bits over
+// all 2^32 inputs: the exhaustive numeric test), so replacing the arithmetic by a
+// lookup changes no bit.  Made once per device by the first GatePlan there (a device
+// allocation and a synchronous copy on a private stream: build the first plan outside
+// a stream capture), kept for the life of the process, read-only afterwards - so any
+// plan, eager or captured, may use it and a plan destroyed right after launch() is safe.
+const uint16_t* gate_sigmoid_table();
 
 }  // namespace hy4

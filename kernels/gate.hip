@@ -1,5 +1,22 @@
 // gate.hip: the fused BF16 MLA output gate kernel, one source for HIP, CUDA and the
 // CPU executor (see gate.h for the contract).
+//
+// Design.  Grid: one block per row, grid-stride past GatePlan::kMaxGrid rows.  Block:
+// 64..256 threads, enough that each thread takes about one 16-byte vector of the row
+// (8 bf16 of attn and gate, 8 results) on the vector path, or one element on the
+// scalar path (unaligned rows), plus the scalar tail.  Per element: s from the 128 KiB
+// sigmoid table (L1/L2 resident after the first rows; gate_sigmoid_table), one fp32
+// product, one bf16 rounding.  Bounded by memory: attn and gate read once, out written
+// once (in place: attn is out); no shared memory, no barrier.
+//
+// AMD budget (tools/hy4_amd_budget.py --check, the amd.budget test): a stream of 16-byte
+// loads needs several waves per SIMD in flight to cover HBM latency; 4 is the floor the
+// design accepts (it has 8: 25 VGPRs, no LDS).
+// AMD budget: gate_kernel >= 4 waves/SIMD
+#include <map>
+#include <mutex>
+#include <vector>
+
 #include "gate.h"
 #include "platform/hy4_numeric.h"
 #include "platform/hy4_platform.h"
@@ -7,9 +24,13 @@
 namespace hy4 {
 namespace {
 
-HY4_DEVICE inline uint16_t gate_one(uint16_t a, uint16_t g) {
-  const uint16_t s = bf16_from_f32(sigmoid_f32(bf16_to_f32(g)));  // bf16 rounding of the sigmoid
-  return bf16_from_f32(bf16_to_f32(a) * bf16_to_f32(s));
+// s = bf16(sigmoid_f32(g)) is one of 65536 values: a lookup in the table of
+// gate_sigmoid_table() (made with the same sigmoid_f32, so the same bits), then the
+// product, one IEEE rounding.  The arithmetic sigmoid (exp_f32, ~40 dependent flops
+// per element, 8 per thread) was a serial chain that set the kernel's time at small T
+// and its throughput at large T.
+HY4_DEVICE inline uint16_t gate_one(uint16_t a, uint16_t g, const uint16_t* table) {
+  return bf16_from_f32(bf16_to_f32(a) * bf16_to_f32(table[g]));
 }
 
 using dev::Bf16x8;
@@ -19,7 +40,8 @@ using dev::Bf16x8;
 // aligned) and single elements for the tail.
 __global__ void HY4_LAUNCH_BOUNDS(256) gate_kernel(const uint16_t* attn, int64_t attn_stride,
                             const uint16_t* gate, int64_t gate_stride, uint16_t* out,
-                            int64_t out_stride, int64_t rows, int64_t width, int vector) {
+                            int64_t out_stride, int64_t rows, int64_t width, int vector,
+                            const uint16_t* __restrict__ table) {
   for (int64_t t = blockIdx.x; t < rows; t += gridDim.x) {
     const uint16_t* a = attn + t * attn_stride;
     const uint16_t* g = gate + t * gate_stride;
@@ -32,12 +54,12 @@ __global__ void HY4_LAUNCH_BOUNDS(256) gate_kernel(const uint16_t* attn, int64_t
         const Bf16x8 gv = reinterpret_cast<const Bf16x8*>(g)[i];
         Bf16x8 ov;
 #pragma unroll
-        for (int j = 0; j < 8; ++j) ov.v[j] = gate_one(av.v[j], gv.v[j]);
+        for (int j = 0; j < 8; ++j) ov.v[j] = gate_one(av.v[j], gv.v[j], table);
         reinterpret_cast<Bf16x8*>(o)[i] = ov;
       }
       tail_begin = nvec * 8;
     }
-    for (int64_t i = tail_begin + threadIdx.x; i < width; i += blockDim.x) o[i] = gate_one(a[i], g[i]);
+    for (int64_t i = tail_begin + threadIdx.x; i < width; i += blockDim.x) o[i] = gate_one(a[i], g[i], table);
   }
 }
 
@@ -49,7 +71,29 @@ void GatePlan::launch(hy4::rt::Stream stream) const {
              static_cast<const uint16_t*>(args_.attn.data), args_.attn.row_stride,
              static_cast<const uint16_t*>(args_.gate.data), args_.gate.row_stride,
              static_cast<uint16_t*>(args_.out.data), args_.out.row_stride, args_.attn.rows, args_.attn.cols,
-             vector_ ? 1 : 0);
+             vector_ ? 1 : 0, table_);
+}
+
+const uint16_t* gate_sigmoid_table() {
+  static const std::vector<uint16_t> host = [] {
+    std::vector<uint16_t> t(65536);
+    for (uint32_t g = 0; g < 65536; ++g)
+      t[g] = bf16_from_f32(sigmoid_f32(bf16_to_f32(static_cast<uint16_t>(g))));
+    return t;
+  }();
+  static std::mutex mu;
+  static std::map<int, uint16_t*> per_device;
+  const int dev = hy4::rt::current_device();
+  std::lock_guard<std::mutex> lk(mu);
+  uint16_t*& d = per_device[dev];
+  if (!d) {
+    d = static_cast<uint16_t*>(hy4::rt::malloc_device(host.size() * sizeof(uint16_t)));
+    hy4::rt::Stream s = hy4::rt::create_stream();
+    hy4::rt::copy_to_device(d, host.data(), host.size() * sizeof(uint16_t), s);
+    hy4::rt::synchronize(s);
+    hy4::rt::destroy_stream(s);
+  }
+  return d;
 }
 
 }  // namespace hy4

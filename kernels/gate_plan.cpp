@@ -33,6 +33,7 @@ GatePlan::GatePlan(const GateArgs& a) : args_(a) {
   const int64_t per_row = vector_ ? (W + kVector - 1) / kVector : W;
   block_ = static_cast<int>(std::clamp<int64_t>((per_row + 63) / 64 * 64, 64, 256));
   grid_ = std::min<int64_t>(T, kMaxGrid);
+  if (T > 0) table_ = gate_sigmoid_table();
 }
 
 }  // namespace hy4

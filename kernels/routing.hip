@@ -18,6 +18,11 @@
 // Chunks: kChunkTokens tokens each up to the cap RoutingPlan::kMaxChunks; past kMaxChunks * kChunkTokens
 // tokens a chunk grows (its warp loops longer).  Bounded by the E x T*k id reads of 1
 // and 3 (L2-resident: ids are 4*T*k bytes).
+// AMD budget: the count and scatter walks keep 4 loads in flight per lane and need 4
+// waves per SIMD; the offsets kernel is one block, its occupancy is irrelevant (1).
+// AMD budget: routing_count_kernel >= 4 waves/SIMD
+// AMD budget: routing_scatter_kernel >= 4 waves/SIMD
+// AMD budget: routing_offsets_kernel >= 1 waves/SIMD
 #include "platform/hy4_platform.h"
 #include "routing.h"
 

@@ -11,6 +11,8 @@
 // +0 for an empty row.  A second barrier guards the shared slots before the next
 // token.  The lse read and write of a head are one thread's, so there is no race.
 // Bounded by memory: out is read and written once; the scale costs ~40 flops per head.
+// AMD budget: streaming like the gate, 4 waves/SIMD at least (it has 8; 256 B of LDS).
+// AMD budget: sink_kernel >= 4 waves/SIMD
 #include "platform/hy4_numeric.h"
 #include "platform/hy4_platform.h"
 #include "sink.h"

@@ -11,6 +11,11 @@
 // (empty slots hold key 0, below every real key), lane r keeps rank r.  The total order makes the result independent of the warp size
 // and of the lane layout.  Every lane then forms the sum in rank order (the same fp32
 // additions, gathered by shuffles), and lane r writes rank r.
+// AMD budget: the per-lane slots live in VGPRs (no scratch, by design), so the 16-slot
+// instance is the heaviest; at large T the kernel is throughput-bound and needs 4 waves
+// per SIMD to overlap one warp's shuffle chain with others' loads.  (SGPR spills, which
+// the compiler sends to VGPR lanes, not memory, are reported but allowed.)
+// AMD budget: topk_kernel >= 4 waves/SIMD
 #include <climits>
 
 #include "platform/hy4_numeric.h"

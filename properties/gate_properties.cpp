@@ -6,6 +6,7 @@
 #include <rapidcheck.h>
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "device_buffer.h"
@@ -194,6 +195,61 @@ TEST(GateGraph, ReplayWithNewDataEqualsEagerAndBitModel) {
       EXPECT_EQ(run_gate_eager(r.as_run[k], s), r.outs[k]) << "replay " << k << " differs from an eager launch on the same data";
     }
   }
+}
+
+// ---- exhaustive: every bf16 gate value ------------------------------------------------
+// The gate's input is bf16, so s = bf16(sigmoid_f32(g)) takes at most 65536 values and
+// the product is one IEEE rounding: running the kernel itself over all 65536 gate
+// patterns, at attn values that include 1.0 (out = s, seen directly), +-0, +-inf, NaN,
+// the largest and the smallest subnormal bf16, covers the gate's arithmetic completely.
+// Vector path (aligned rows of 65536) and scalar path (attn offset 1), bitwise against
+// the bit model; the attn = 1.0 row also against s computed here from hy4_numeric.h.
+// Also reports how many gate values a platform expf (the host's libm) would change.
+TEST(GateExhaustive, EveryBf16GateValueAtSeveralAttnValues) {
+  HY4_REQUIRE_DEVICE();
+  const std::vector<uint16_t> attn_values = {0x3f80 /* 1.0 */, 0xbf80 /* -1.0 */, 0x4040 /* 3.0 */, 0x0000,
+                                             0x8000,           0x7f80 /* +inf */, 0xff80,           0x7fc0 /* NaN */,
+                                             0x7f7f /* max */, 0x0001 /* min subnormal */};
+  const int64_t W = 65536;
+  for (int64_t attn_offset : {0, 1}) {  // 0: the 8-wide vector path; 1: misaligned rows, the scalar path
+    GateShape shape;
+    shape.T = attn_offset == 0 ? static_cast<int64_t>(attn_values.size()) : 2;
+    shape.W = W;
+    shape.attn_offset = attn_offset;
+    GateCase c = make_gate_case(0xe7a0 + attn_offset, shape);
+    for (int64_t t = 0; t < shape.T; ++t)
+      for (int64_t i = 0; i < W; ++i) {
+        c.attn[attn_offset + t * c.attn_stride() + i] = attn_values[t];
+        c.gate[t * c.gate_stride() + i] = static_cast<uint16_t>(i);
+      }
+    ScopedStream st;
+    const std::vector<uint16_t> out = run_gate_eager(c, st);
+    const Verdict v = check_gate(c, out);
+    EXPECT_TRUE(v.ok()) << "attn offset " << attn_offset << ": " << v.summary() << "\n"
+                        << test::save_case_for_replay(gate_to_file(c), "gate.Exhaustive." + std::to_string(attn_offset));
+    int64_t wrong_s = 0;
+    for (int64_t i = 0; i < W; ++i) {  // row 0 (attn = 1.0): out is s itself
+      const uint16_t s_expected = bf16_from_f32(sigmoid_f32(bf16_to_f32(static_cast<uint16_t>(i))));
+      const uint16_t got = out[c.shape.out_offset + i];
+      const bool both_nan = (s_expected & 0x7fff) > 0x7f80 && (got & 0x7fff) > 0x7f80;
+      if (got != s_expected && !both_nan && ++wrong_s <= 5)
+        ADD_FAILURE() << "gate 0x" << std::hex << i << ": out 0x" << got << ", s = 0x" << s_expected << std::dec;
+    }
+    EXPECT_EQ(wrong_s, 0) << "gate values whose 1.0 * s is not s";
+  }
+  int64_t libm_changes = 0, first = -1;
+  for (uint32_t i = 0; i < 65536; ++i) {
+    const float g = bf16_to_f32(static_cast<uint16_t>(i));
+    if (g != g) continue;
+    const uint16_t ours = bf16_from_f32(sigmoid_f32(g));
+    const uint16_t libm = bf16_from_f32(1.0f / (1.0f + std::exp(-g)));
+    if (ours != libm && ++libm_changes == 1) first = i;
+  }
+  char first_hex[16] = "";
+  if (first >= 0) std::snprintf(first_hex, sizeof first_hex, " (first 0x%04llx)", static_cast<long long>(first));
+  std::printf("[hy4] gate exhaustive: a platform expf (host libm) would change s for %lld of the 65536 bf16 gate "
+              "values%s\n", static_cast<long long>(libm_changes), first_hex);
+  ::testing::Test::RecordProperty("libm_expf_changes", static_cast<int>(libm_changes));
 }
 
 // ---- wave32 == wave64 --------------------------------------------------------------------

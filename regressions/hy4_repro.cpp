@@ -3,6 +3,8 @@
 // that differ from the bit model or break the float64 bound.
 //
 //   hy4-repro [--warp 32|64] [--graph] [--require-gpu] CASE_FILE...
+//   hy4-repro --expand CASE_FILE      print the case whole (a file without tensors is
+//                                     generated from its seed and shape), run nothing
 //
 //   --warp N        CPU backend: run the kernels at warp size N (default $HY4_CPU_WARP_SIZE or 64)
 //   --graph         capture the launch once and replay it, instead of an eager launch
@@ -21,7 +23,7 @@
 #include "session.h"
 
 int main(int argc, char** argv) {
-  bool graph = false, require_gpu = false;
+  bool graph = false, require_gpu = false, expand = false;
   int warp = 0;
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
@@ -30,10 +32,12 @@ int main(int argc, char** argv) {
       graph = true;
     } else if (a == "--require-gpu") {
       require_gpu = true;
+    } else if (a == "--expand") {
+      expand = true;
     } else if (a == "--warp" && i + 1 < argc) {
       warp = std::atoi(argv[++i]);
     } else if (a == "-h" || a == "--help") {
-      std::printf("usage: hy4-repro [--warp 32|64] [--graph] [--require-gpu] CASE_FILE...\n");
+      std::printf("usage: hy4-repro [--warp 32|64] [--graph] [--require-gpu] CASE_FILE...\n       hy4-repro --expand CASE_FILE\n");
       return 0;
     } else if (!a.empty() && a[0] == '-') {
       std::fprintf(stderr, "hy4-repro: unknown option '%s'\n", a.c_str());
@@ -45,6 +49,17 @@ int main(int argc, char** argv) {
   if (files.empty()) {
     std::fprintf(stderr, "usage: hy4-repro [--warp 32|64] [--graph] [--require-gpu] CASE_FILE...\n");
     return 2;
+  }
+  if (expand) {
+    for (const auto& path : files) {
+      try {
+        std::fputs(hy4::harness::expand_case(hy4::harness::CaseFile::read(path)).serialize().c_str(), stdout);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "hy4-repro: %s\n", e.what());
+        return 2;
+      }
+    }
+    return 0;
   }
   if (hy4::rt::device_count() == 0) {
     std::fprintf(stderr, "hy4-repro: %s: no %s device: %s\n", require_gpu ? "FAILED" : "SKIPPED",

@@ -49,6 +49,7 @@ std::string no_device_reason() { return ""; }
 void set_device(int index) {
   if (index != 0) throw RuntimeError("cpu runtime: set_device(" + std::to_string(index) + "): only device 0 exists");
 }
+int current_device() { return 0; }
 std::string device_name() { return "cpu-simt warp" + std::to_string(hy4::cpu::warp_size()); }
 int warp_size() { return hy4::cpu::warp_size(); }
 std::vector<int> supported_warp_sizes() { return {32, 64}; }

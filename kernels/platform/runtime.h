@@ -30,6 +30,8 @@ int device_count();
 // Why device_count() is 0 (driver message), or "" when devices exist.
 std::string no_device_reason();
 void set_device(int index);
+// The device this thread's calls go to (0 on the CPU backend).
+int current_device();
 // Device description, e.g. "NVIDIA H200 (sm_90)", "cpu-simt warp64".
 std::string device_name();
 // Threads per warp/wavefront the kernels run with on the current device.

@@ -84,6 +84,11 @@ std::string no_device_reason() {
 }
 
 void set_device(int index) { check(GPU(SetDevice)(index), "SetDevice"); }
+int current_device() {
+  int dev = 0;
+  check(GPU(GetDevice)(&dev), "GetDevice");
+  return dev;
+}
 
 std::string device_name() {
   int dev = 0;
