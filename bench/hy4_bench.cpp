@@ -151,6 +151,19 @@ int main(int argc, char** argv) {
     const Stats st = time_graph([&](hy4::rt::Stream cs) { empty_kernel_launch(cs); }, launches, replays, cs0);
     print_row("empty", "1 block x 64, no body", st, 0);
   }
+  // A device copy of one [T, 2048] bf16 tensor (read + write) at each T: what a node that
+  // only moves a gate-sized row set costs, the floor a kernel reading and writing those
+  // bytes cannot beat (no \"T=\" in the shape: peers.py pairs rows by op and T=).
+  for (int64_t T : {1, 64, 8192}) {
+    const std::size_t bytes = static_cast<std::size_t>(T) * 2048 * 2;
+    DeviceBuffer<uint8_t> src(bytes), dst(bytes);
+    hy4::rt::fill_bytes(src.get(), 0x3c, bytes, cs0);
+    const Stats st = time_graph([&](hy4::rt::Stream cs) { hy4::rt::copy_on_device(dst.get(), src.get(), bytes, cs); },
+                                launches, replays, cs0);
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "%zu B (gate at T %lld)", bytes, static_cast<long long>(T));
+    print_row("copy", shape, st, 2.0 * bytes);
+  }
   ScopedStream s;
   std::mt19937_64 rng(1);
   for (int64_t T : {1, 8, 64, 512, 4096, 8192, 32768}) {
