@@ -4,6 +4,7 @@
 # infrastructure supplies $CC $CXX $CFLAGS $CXXFLAGS (sanitizer + coverage flags) and
 # $LIB_FUZZING_ENGINE; HY4_FUZZ_ENGINE tells fuzz/CMakeLists.txt to use them instead of
 # its own -fsanitize flags.  Runs outside Docker too, given those variables (README).
+set -eu
 SRC=${SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 src=$SRC/hy4check
 [ -d "$src/fuzz" ] || src=$(cd "$(dirname "$0")/.." && pwd)

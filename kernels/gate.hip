@@ -82,10 +82,12 @@ const uint16_t* gate_sigmoid_table() {
     return t;
   }();
   static std::mutex mu;
-  static std::map<int, uint16_t*> per_device;
+  // Never destroyed (a static std::map would free its nodes at exit, and LeakSanitizer
+  // would then report the tables, which live as long as the process, as leaks).
+  static auto* per_device = new std::map<int, uint16_t*>();
   const int dev = hy4::rt::current_device();
   std::lock_guard<std::mutex> lk(mu);
-  uint16_t*& d = per_device[dev];
+  uint16_t*& d = (*per_device)[dev];
   if (!d) {
     d = static_cast<uint16_t*>(hy4::rt::malloc_device(host.size() * sizeof(uint16_t)));
     hy4::rt::Stream s = hy4::rt::create_stream();
