@@ -111,8 +111,7 @@ SinkCase make_sink_case(uint64_t seed, const SinkShape& shape) {
 //                         or not: D in {vec-1, vec, vec+1, 2vec, ...}, pads 0 | odd, offsets 0 | odd
 //   heads per block G     2*256 / units clamped to [1, min(H, 32)]: D from 1 to 1024 moves G
 //                         over 1 .. 32; H % G != 0 gives a short last group
-//   units per thread      G*units <= 256 | <= 512 (the two units loaded ahead of phase 1) | > 512 (the
-//                         loop after them): D = 1024 fp32 scalar at G = 1 has 4 per thread
+//   units per thread      G*units > 256 | <= 256 (the block's unit loop runs once or more)
 //   grid cap              SinkPlan::kMaxGrid tokens: RowsPastTheGridCap in the properties
 //   empty | active row    kv length 0 | > 0, +-inf lse, NaN lse, -inf / +inf / NaN sink
 //   out dtype             bf16 | fp32

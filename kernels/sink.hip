@@ -8,8 +8,7 @@
 // the sink, form sink_lse and the scale with the project's exp_f32 / log_f32, write
 // lse and leave (scale, active) in shared memory; after a barrier every thread scales
 // its units of out (16-byte vectors on the vector path, elements otherwise), writing
-// +0 for an empty row; a thread's first two units are loaded before phase 1, so their
-// latency overlaps it.  A second barrier guards the shared slots before the next
+// +0 for an empty row.  A second barrier guards the shared slots before the next
 // token.  The lse read and write of a head are one thread's, so there is no race.
 // Bounded by memory: out is read and written once; the scale costs ~40 flops per head.
 // AMD budget: streaming like the gate, 4 waves/SIMD at least (it has 8; 256 B of LDS).
@@ -62,7 +61,6 @@ __global__ void HY4_LAUNCH_BOUNDS(SinkPlan::kBlockThreads)
                 const float* sinks, const int32_t* kv_indptr, int64_t tokens, int heads, int dim, int group) {
   using Vec = dev::Vec<OutT, 16 / sizeof(OutT)>;
   constexpr int kVec = 16 / sizeof(OutT);
-  constexpr int kAhead = 2;  // units per thread loaded ahead of phase 1 (HY V4: all of them)
   HY4_SHARED(float, scale_s, SinkPlan::kMaxGroupHeads);
   HY4_SHARED(int, active_s, SinkPlan::kMaxGroupHeads);
   const int h0 = static_cast<int>(blockIdx.y) * group;
@@ -70,21 +68,6 @@ __global__ void HY4_LAUNCH_BOUNDS(SinkPlan::kBlockThreads)
   const int units = kVector ? dim / kVec : dim;
   const int tid = static_cast<int>(threadIdx.x);
   for (int64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
-    // The first kAhead units of this thread are loaded before phase 1: their HBM round
-    // trip overlaps the lse / kv_indptr loads and the exp / log chain of the head
-    // threads, instead of following the barrier (one dependent round trip saved).
-    Vec ahead_v[kAhead];
-    OutT ahead_s[kAhead];
-#pragma unroll
-    for (int j = 0; j < kAhead; ++j) {
-      const int u = tid + j * static_cast<int>(blockDim.x);
-      if (u < g_count * units) {
-        const int g = u / units, i = u - g * units;
-        OutT* row = out + t * out_ts + static_cast<int64_t>(h0 + g) * out_hs;
-        if (kVector) ahead_v[j] = reinterpret_cast<const Vec*>(row)[i];
-        else ahead_s[j] = row[i];
-      }
-    }
     if (tid < g_count) {
       const int h = h0 + tid;
       float* l = lse + t * lse_ts + h * lse_hs;
@@ -95,26 +78,7 @@ __global__ void HY4_LAUNCH_BOUNDS(SinkPlan::kBlockThreads)
       active_s[tid] = active ? 1 : 0;
     }
     dev::sync_block();
-#pragma unroll
-    for (int j = 0; j < kAhead; ++j) {
-      const int u = tid + j * static_cast<int>(blockDim.x);
-      if (u < g_count * units) {
-        const int g = u / units, i = u - g * units;
-        OutT* row = out + t * out_ts + static_cast<int64_t>(h0 + g) * out_hs;
-        const bool active = active_s[g] != 0;
-        const float sc = scale_s[g];
-        if (kVector) {
-          Vec v = ahead_v[j];
-#pragma unroll
-          for (int e = 0; e < kVec; ++e) v.v[e] = active ? scale_one(v.v[e], sc) : OutT(0);
-          reinterpret_cast<Vec*>(row)[i] = v;
-        } else {
-          row[i] = active ? scale_one(ahead_s[j], sc) : OutT(0);
-        }
-      }
-    }
-    // Units past kAhead x blockDim (blocks with more units than 2 per thread).
-    for (int u = tid + kAhead * static_cast<int>(blockDim.x); u < g_count * units; u += static_cast<int>(blockDim.x)) {
+    for (int u = tid; u < g_count * units; u += static_cast<int>(blockDim.x)) {
       const int g = u / units, i = u - g * units;
       OutT* row = out + t * out_ts + static_cast<int64_t>(h0 + g) * out_hs;
       const bool active = active_s[g] != 0;
