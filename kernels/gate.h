@@ -33,6 +33,8 @@ class GatePlan {
   static constexpr int64_t kMaxStride = int64_t{1} << 30;
   static constexpr int kVector = 8;  // bf16 per 16-byte vector access
   static constexpr int64_t kMaxGrid = 65535;  // blocks; rows past it are reached by the grid-stride loop
+  // From this many rows on, a block takes two rows per pass (grid = ceil(T / 2)).
+  static constexpr int64_t kPairFromRows = 1024;
 
   // Validates everything; throws ArgumentError naming the argument and the limit.
   explicit GatePlan(const GateArgs& args);

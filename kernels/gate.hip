@@ -1,7 +1,9 @@
 // gate.hip: the fused BF16 MLA output gate kernel, one source for HIP, CUDA and the
 // CPU executor (see gate.h for the contract).
 //
-// Design.  Grid: one block per row, grid-stride past GatePlan::kMaxGrid rows.  Block:
+// Design.  Grid: one block per row below GatePlan::kPairFromRows rows, one per two rows
+// from there (a pass takes rows t and t + gridDim.x, both rows' loads issued first),
+// grid-stride past GatePlan::kMaxGrid blocks.  Block:
 // 64..256 threads, enough that each thread takes about one 16-byte vector of the row
 // (8 bf16 of attn and gate, 8 results) on the vector path, or one element on the
 // scalar path (unaligned rows), plus the scalar tail.  Per element: s from the 128 KiB
@@ -35,31 +37,51 @@ HY4_DEVICE inline uint16_t gate_one(uint16_t a, uint16_t g, const uint16_t* tabl
 
 using dev::Bf16x8;
 
-// Rows are spread over blocks (grid-stride); inside a row, threads take 8-wide
-// vectors for the aligned prefix (when the plan found every row start 16-byte
-// aligned) and single elements for the tail.
+// Rows are spread over blocks (grid-stride); a block takes two rows per pass, t and
+// t + gridDim.x, and loads both rows' vectors before computing either, so each thread
+// has two 16-byte load pairs in flight (the plan halves the grid from
+// GatePlan::kPairFromRows rows on; below it the second row is past T and skipped).
+// Inside a row, threads take 8-wide vectors for the aligned prefix (when the plan
+// found every row start 16-byte aligned) and single elements for the tail.
 __global__ void HY4_LAUNCH_BOUNDS(256) gate_kernel(const uint16_t* attn, int64_t attn_stride,
                             const uint16_t* gate, int64_t gate_stride, uint16_t* out,
                             int64_t out_stride, int64_t rows, int64_t width, int vector,
                             const uint16_t* __restrict__ table) {
-  for (int64_t t = blockIdx.x; t < rows; t += gridDim.x) {
+  for (int64_t t = blockIdx.x; t < rows; t += 2 * static_cast<int64_t>(gridDim.x)) {
+    const int64_t t2 = t + gridDim.x;
+    const bool two = t2 < rows;  // the same for the whole block
     const uint16_t* a = attn + t * attn_stride;
     const uint16_t* g = gate + t * gate_stride;
     uint16_t* o = out + t * out_stride;
+    const uint16_t* a2 = attn + (two ? t2 : t) * attn_stride;
+    const uint16_t* g2 = gate + (two ? t2 : t) * gate_stride;
+    uint16_t* o2 = out + (two ? t2 : t) * out_stride;
     int64_t tail_begin = 0;
     if (vector) {
       const int64_t nvec = width / 8;
       for (int64_t i = threadIdx.x; i < nvec; i += blockDim.x) {
         const Bf16x8 av = reinterpret_cast<const Bf16x8*>(a)[i];
         const Bf16x8 gv = reinterpret_cast<const Bf16x8*>(g)[i];
+        Bf16x8 av2, gv2;
+        if (two) {
+          av2 = reinterpret_cast<const Bf16x8*>(a2)[i];
+          gv2 = reinterpret_cast<const Bf16x8*>(g2)[i];
+        }
         Bf16x8 ov;
 #pragma unroll
         for (int j = 0; j < 8; ++j) ov.v[j] = gate_one(av.v[j], gv.v[j], table);
         reinterpret_cast<Bf16x8*>(o)[i] = ov;
+        if (two) {
+#pragma unroll
+          for (int j = 0; j < 8; ++j) ov.v[j] = gate_one(av2.v[j], gv2.v[j], table);
+          reinterpret_cast<Bf16x8*>(o2)[i] = ov;
+        }
       }
       tail_begin = nvec * 8;
     }
     for (int64_t i = tail_begin + threadIdx.x; i < width; i += blockDim.x) o[i] = gate_one(a[i], g[i], table);
+    if (two)
+      for (int64_t i = tail_begin + threadIdx.x; i < width; i += blockDim.x) o2[i] = gate_one(a2[i], g2[i], table);
   }
 }
 

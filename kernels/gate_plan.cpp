@@ -32,7 +32,9 @@ GatePlan::GatePlan(const GateArgs& a) : args_(a) {
   // One block per row (grid-stride over rows); threads cover a row in 8-wide vectors.
   const int64_t per_row = vector_ ? (W + kVector - 1) / kVector : W;
   block_ = static_cast<int>(std::clamp<int64_t>((per_row + 63) / 64 * 64, 64, 256));
-  grid_ = std::min<int64_t>(T, kMaxGrid);
+  // One block per row, or per two rows from kPairFromRows on (two load pairs in flight per
+  // thread); grid-stride past kMaxGrid.
+  grid_ = std::min<int64_t>(T >= kPairFromRows ? (T + 1) / 2 : T, kMaxGrid);
   if (T > 0) table_ = gate_sigmoid_table();
 }
 

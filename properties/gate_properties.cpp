@@ -40,7 +40,9 @@ namespace {
 //   block size          clamp(ceil(units / 64) * 64, 64, 256), units = W / 8 (vector) or W:
 //                       units 64 | 65, 128 | 129, 192 | 193, 256 | 257 (EveryWidth: W 1..300
 //                       scalar; 504..528, 1016..1032, 1528..1544, 2030..2066 vector)
-//   grid cap            GatePlan::kMaxGrid rows (RowsPastTheGridCap)
+//   rows per block      1 (T < kPairFromRows) | 2 (from it on; odd T leaves the last pass one
+//                       row): PairedRowsBothSidesOfTheSplit, T = kPairFromRows - 1 .. + 2
+//   grid cap            GatePlan::kMaxGrid blocks = 2 x kMaxGrid rows (RowsPastTheGridCap)
 //   in place | not;  T = 0 | 1 | several
 rc::Gen<GateShape> gen_gate_shape(int64_t max_T) {
   using namespace rc;
@@ -159,12 +161,27 @@ TEST(GateProperties, RowsPastTheGridCapAreWritten) {
   HY4_REQUIRE_DEVICE();
   for (int64_t W : {1, 8, 9}) {
     GateShape shape;
-    shape.T = GatePlan::kMaxGrid + 3;
+    shape.T = 2 * GatePlan::kMaxGrid + 3;  // two rows per block per pass: past the cap from 2 x kMaxGrid
     shape.W = W;
     shape.out_pad = W == 1 ? 1 : 0;
     const GateCase c = make_gate_case(0x9c0 + W, shape);
     EXPECT_TRUE(gate_case_passes(c, "gate.RowsPastTheGridCap.W" + std::to_string(W)));
   }
+}
+
+// From GatePlan::kPairFromRows rows a block takes two rows per pass: both sides, odd and
+// even T (the last pass of an odd T has one row), vector with and without a tail, scalar.
+TEST(GateProperties, PairedRowsBothSidesOfTheSplit) {
+  HY4_REQUIRE_DEVICE();
+  for (int64_t dT : {-1, 0, 1, 2})
+    for (int64_t W : {8, 9, 3}) {
+      GateShape shape;
+      shape.T = GatePlan::kPairFromRows + dT;
+      shape.W = W;
+      shape.in_place = dT == 2;
+      const GateCase c = make_gate_case(0x9a1 + dT * 16 + W, shape);
+      EXPECT_TRUE(gate_case_passes(c, "gate.PairedRows.T" + std::to_string(shape.T) + "W" + std::to_string(W)));
+    }
 }
 
 TEST(GateProperties, InPlaceEqualsOutOfPlace) {
