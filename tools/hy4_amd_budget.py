@@ -36,6 +36,10 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# clang-offload-bundler runs `llvm-objcopy` by its plain name; Debian's llvm-22 puts the
+# plain names in /usr/lib/llvm-22/bin only (a fresh Debian 12 root found none in PATH).
+if os.path.isdir("/usr/lib/llvm-22/bin"):
+    os.environ["PATH"] = "/usr/lib/llvm-22/bin" + os.pathsep + os.environ.get("PATH", "")
 ARCH = {
     "gfx942": {"lds": 64 * 1024, "simd_waves": 8, "vgprs": 512, "sgprs": 800, "simds": 4},
     "gfx950": {"lds": 160 * 1024, "simd_waves": 8, "vgprs": 512, "sgprs": 800, "simds": 4},
