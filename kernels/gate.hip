@@ -13,7 +13,7 @@
 //
 // AMD budget (tools/hy4_amd_budget.py --check, the amd.budget test): a stream of 16-byte
 // loads needs several waves per SIMD in flight to cover HBM latency; 4 is the floor the
-// design accepts (it has 8: 25 VGPRs, no LDS).
+// design accepts (it has 7: 49 VGPRs, 98 SGPRs - SGPR-bound - no LDS; gfx942 and gfx950).
 // AMD budget: gate_kernel >= 4 waves/SIMD
 #include <map>
 #include <mutex>
