@@ -240,8 +240,6 @@ def svg_plot(results, path):
         pts = " ".join(f"{sx(p[0]):.1f},{sy(p[1]):.1f}" for p in s)
         out.append(f'<rect x="{x0 + pad}" y="{y0 + 10}" width="{W - pad - 10}" height="{H - pad - 20}" fill="none" stroke="#999"/>')
         out.append(f'<polyline points="{pts}" fill="none" stroke="#1f77b4" stroke-width="1.5"/>')
-        for p in s:
-            pass
         nf = len(r["findings"])
         out.append(f'<text x="{x0 + pad}" y="{y0 + 8}">{r["fuzzer"]}: ft {fmin}..{fmax}, {r["exec_per_s"]} exec/s'
                    f'{", %d finding(s)" % nf if nf else ""}</text>')

@@ -29,6 +29,11 @@ int64_t CaseFile::get_in(const std::string& name, int64_t lo, int64_t hi) const 
 int64_t CaseFile::get_or_in(const std::string& name, int64_t fallback, int64_t lo, int64_t hi) const {
   return in_range(op, name, get_or(name, fallback), lo, hi);
 }
+std::string CaseFile::text_or(const std::string& name, const std::string& fallback) const {
+  auto it = text.find(name);
+  return it != text.end() ? it->second : fallback;
+}
+
 void CaseFile::check_generated_size(int64_t elements) const {
   if (elements < 0 || elements > kMaxGeneratedElements)
     throw CaseFileError("case file (op " + op + ") has no tensors, so its data would be generated from the seed, but its shape needs " +
@@ -176,9 +181,16 @@ std::string save_failed_case(const CaseFile& c, const std::string& stem) {
   return path;
 }
 
+namespace {
+// "<op>_fuzzer warp<N> eager|graph": hy4-repro's flags, which ci/fuzz_campaign.py reads back.
+std::string fuzz_origin(const CaseFile& c, int warp, bool graph) {
+  return c.op + "_fuzzer warp" + std::to_string(warp) + (graph ? " graph" : " eager");
+}
+}  // namespace
+
 void report_fuzz_failure(const CaseFile& c, const std::string& verdict_summary, int warp, bool graph, uint64_t seed) {
   CaseFile keep = c;
-  keep.text["origin"] = c.op + "_fuzzer warp" + std::to_string(warp) + (graph ? " graph" : " eager");
+  keep.text["origin"] = fuzz_origin(c, warp, graph);
   keep.text["description"] = verdict_summary.substr(0, verdict_summary.find('\n'));
   const std::string path = save_failed_case(keep, c.op + "_fuzzer." + std::to_string(seed));
   std::fprintf(stderr, "%s_fuzzer: FAIL (warp %d, %s): %s\ncase file: %s (replay: hy4-repro%s --warp %d %s)\n",
@@ -212,7 +224,7 @@ void announce_fuzz_case(const CaseFile& c, int warp, bool graph) {
   }
   if (const char* out = env_or_null("HY4_FUZZ_CASE_OUT")) {
     CaseFile keep = c;
-    keep.text["origin"] = c.op + "_fuzzer warp" + std::to_string(warp) + (graph ? " graph" : " eager");
+    keep.text["origin"] = fuzz_origin(c, warp, graph);
     if (const char* d = env_or_null("HY4_FUZZ_DESCRIPTION")) keep.text["description"] = d;
     keep.write(out);
   }

@@ -48,6 +48,8 @@ class CaseFile {
   // asks for more than kMaxGeneratedElements elements.
   static constexpr int64_t kMaxGeneratedElements = int64_t{1} << 24;
   bool generated() const { return tensors.empty(); }
+  // A text line's value, or `fallback` when the file has none.
+  std::string text_or(const std::string& name, const std::string& fallback) const;
   void check_generated_size(int64_t elements) const;
   std::vector<uint16_t> tensor16(const std::string& name) const;
   std::vector<uint32_t> tensor32(const std::string& name) const;

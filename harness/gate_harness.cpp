@@ -92,15 +92,13 @@ GateCase gate_from_file(const CaseFile& f) {
                            gate_buffer_elems(s.T, s.W, c.gate_stride(), s.gate_offset) +
                            gate_buffer_elems(s.T, s.W, c.out_stride(), s.out_offset));
     GateCase g = make_gate_case(c.seed, s);
-    auto o = f.text.find("origin");
-    g.origin = o != f.text.end() ? o->second : "generated from seed and shape";
+    g.origin = f.text_or("origin", "generated from seed and shape");
     return g;
   }
   c.attn = f.tensor16("attn");
   c.gate = f.tensor16("gate");
   if (!c.shape.in_place) c.out_init = f.tensor16("out_init");
-  auto it = f.text.find("origin");
-  if (it != f.text.end()) c.origin = it->second;
+  c.origin = f.text_or("origin", "");
   const int64_t T = c.shape.T, W = c.shape.W;
   if (T < 0 || W < 1 || c.shape.attn_pad < 0 || c.shape.gate_pad < 0 || c.shape.out_pad < 0)
     throw CaseFileError("gate case: negative shape or padding");

@@ -134,16 +134,14 @@ RoutingCase routing_from_file(const CaseFile& f) {
   if (f.generated()) {
     f.check_generated_size(s.T * c.ids_stride() + s.T * c.weights_stride() + s.E + s.T * c.moe_stride());
     RoutingCase g = make_routing_case(c.seed, s);
-    auto o = f.text.find("origin");
-    g.origin = o != f.text.end() ? o->second : "generated from seed and shape";
+    g.origin = f.text_or("origin", "generated from seed and shape");
     return g;
   }
   c.ids = f.tensor32("ids");
   c.weights = f.tensor32("weights");
   if (s.has_mask) c.mask = f.tensor32("mask");
   if (s.hidden > 0) c.moe_out = f.tensor16("moe_out");
-  auto it = f.text.find("origin");
-  if (it != f.text.end()) c.origin = it->second;
+  c.origin = f.text_or("origin", "");
   if (static_cast<int64_t>(c.ids.size()) < s.T * c.ids_stride()) throw CaseFileError("routing case: tensor ids is shorter than T * (k + ids_pad)");
   if (static_cast<int64_t>(c.weights.size()) < s.T * c.weights_stride()) throw CaseFileError("routing case: tensor weights is shorter than T * (k + weights_pad)");
   if (s.has_mask && static_cast<int64_t>(c.mask.size()) < s.E) throw CaseFileError("routing case: tensor mask has fewer than E elements");

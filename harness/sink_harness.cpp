@@ -179,8 +179,7 @@ SinkCase sink_from_file(const CaseFile& f) {
   if (f.generated()) {
     f.check_generated_size(out_elems(c) + lse_elems(c) + s.H + s.T + 1);
     SinkCase g = make_sink_case(c.seed, s);
-    auto o = f.text.find("origin");
-    g.origin = o != f.text.end() ? o->second : "generated from seed and shape";
+    g.origin = f.text_or("origin", "generated from seed and shape");
     return g;
   }
   const auto out = s.out_bf16 ? f.tensor16("out") : std::vector<uint16_t>{};
@@ -190,8 +189,7 @@ SinkCase sink_from_file(const CaseFile& f) {
   c.sinks = f.tensor32("sinks");
   const auto ip = f.tensor32("kv_indptr");
   c.kv_indptr.assign(ip.begin(), ip.end());
-  auto it = f.text.find("origin");
-  if (it != f.text.end()) c.origin = it->second;
+  c.origin = f.text_or("origin", "");
   if (static_cast<int64_t>(c.out.size()) < out_elems(c)) throw CaseFileError("sink case: tensor out is shorter than its shape needs (" + std::to_string(out_elems(c)) + ")");
   if (static_cast<int64_t>(c.lse.size()) < lse_elems(c)) throw CaseFileError("sink case: tensor lse is shorter than its shape needs (" + std::to_string(lse_elems(c)) + ")");
   if (static_cast<int64_t>(c.sinks.size()) < s.H) throw CaseFileError("sink case: tensor sinks has fewer than H elements");

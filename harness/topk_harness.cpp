@@ -171,16 +171,14 @@ TopkCase topk_from_file(const CaseFile& f) {
     f.check_generated_size(span(s.T, s.E, c.logits_stride(), s.logits_offset) + s.E +
                            span(s.T, s.k, c.weights_stride(), 0) + span(s.T, s.k, c.ids_stride(), 0));
     TopkCase g = make_topk_case(c.seed, s);
-    auto o = f.text.find("origin");
-    g.origin = o != f.text.end() ? o->second : "generated from seed and shape";
+    g.origin = f.text_or("origin", "generated from seed and shape");
     return g;
   }
   c.logits = f.tensor32("logits");
   c.bias = f.tensor32("bias");
   c.weights_init = f.tensor32("weights_init");
   c.ids_init = f.tensor32("ids_init");
-  auto it = f.text.find("origin");
-  if (it != f.text.end()) c.origin = it->second;
+  c.origin = f.text_or("origin", "");
   if (s.T < 0 || s.E < 1 || s.k < 1 || s.logits_pad < 0 || s.weights_pad < 0 || s.ids_pad < 0 || s.logits_offset < 0)
     throw CaseFileError("topk case: negative shape or padding");
   if (static_cast<int64_t>(c.logits.size()) < span(s.T, s.E, c.logits_stride(), s.logits_offset) ||

@@ -82,9 +82,8 @@ def demangle(names):
 
 def short(demangled):
     # "void hy4::(anonymous namespace)::topk_kernel<16>(float const*, ...)" -> "topk_kernel<16>"
-    s = demangled.split("(", 1)[0] if "(" in demangled and "<" not in demangled.split("(", 1)[0] else demangled
     m = re.search(r"::(\w+)(<[^()]*>)?\(", demangled)
-    return (m.group(1) + (m.group(2) or "")) if m else s
+    return (m.group(1) + (m.group(2) or "")) if m else demangled
 
 
 def kernels_of(obj, work):
