@@ -63,18 +63,23 @@ RoutingCase make_routing_case(uint64_t seed, const RoutingShape& shape) {
 }
 
 // The kernel's case splits (kernels/routing.hip, routing_plan.cpp) and where the
-// generator crosses each, on both sides, at warp 32 and 64 (cpu32 / cpu64 variants):
-//   chunks              1 chunk (T <= 64) | several (T > 64) | the cap (T > 128 * 64: chunks grow)
-//   warp walk           entries per chunk below, at and above a multiple of warp x 4 (the
-//                       unrolled loads: 128 at warp 32, 256 at 64) and of the warp itself
-//   experts per warp    4 per warp, E % 4 = 0 | 1 | 2 | 3 (a short last group);
-//                       64 threads = 1 warp (wave64) or 2 (warp 32)
-//   offsets block       scan_threads(E) = 64 | 128 | 256 | 512 threads: E = 63..65, 127..129,
-//                       255..257, 511, 512 (experts list below; EveryOffsetsBlockSizeBothSides)
+// generator and the properties cross each, on both sides, at warp 32 and 64 (cpu32 / cpu64):
+//   path                one kernel (T*k <= 2048) | two kernels (T*k > 2048): T = 256 / 257 at
+//                       k = 8, 2048 / 2049 at k = 1, 64 / 65 at k = 32 (EveryPathAndGridSplit)
+//   padding blocks      fill_blocks = ceil(max_padded / 1024) blocks, 1 .. 128: max_padded at
+//                       1024 +- 1, 2048 + 1 and past the cap (E = 512, block 1024); the sort
+//                       grid with two kernels max(chunks, fill_blocks), both ways
+//   chunks              two kernels: 1 chunk (T <= 64) | several | the cap (T > 64 * 64:
+//                       chunks grow, TokensPastTheChunkCap)
+//   block threads       the power of two >= E, 64 .. 512 (E = 63..65, 127..129, 255..257, 511,
+//                       512: EveryOffsetsBlockSizeBothSides); at least 256 with two kernels
+//   warp runs           entries per warp below, at and above a multiple of the warp (T, k
+//                       small), warps with no entries; groups of one expert | all distinct
+//   id bits             ballots per id = bits of E - 1: E a power of two or one past it
 //   block_size          1, 16 .. 256, 1024: padding none | partial | a whole block
 //   mask                none | mask (local renumbering) ; row count none | < 0 | within | past T
 //   ids                 valid | -1 | negative | >= E ; duplicates within a row
-//   zero-fill           no moe_out | moe_out rows (grid-stride over E x C blocks)
+//   zero-fill           no moe_out | moe_out rows (grid-stride over either path's blocks)
 RoutingCase random_routing_case(uint64_t seed, int64_t max_T) {
   std::mt19937_64 rng(seed ^ 0x2047ULL);
   RoutingShape s;
@@ -434,7 +439,7 @@ std::vector<std::string> routing_bad_argument_failures(int* classes) {
       {"'num_rows' is not aligned", [](RoutingArgs& a) { a.num_rows = reinterpret_cast<const int32_t*>(reinterpret_cast<const char*>(a.counts) + 2); }},
       {"'sorted_capacity' is 279", [](RoutingArgs& a) { a.sorted_capacity = 279; }},
       {"'block_capacity' is 17", [](RoutingArgs& a) { a.block_capacity = 17; }},
-      {"'workspace_capacity' is 31", [](RoutingArgs& a) { a.workspace_capacity = 31; }},
+      {"'workspace_capacity' is 15", [](RoutingArgs& a) { a.workspace_capacity = 15; }},
       {"'ids' at", [](RoutingArgs& a) { a.ids.data = reinterpret_cast<char*>(a.ids.data) + 2; }},
       {"'sorted_weights' is not aligned", [](RoutingArgs& a) { a.sorted_weights = reinterpret_cast<float*>(reinterpret_cast<char*>(a.sorted_weights) + 1); }},
       {"'expert_mask' is not aligned", [](RoutingArgs& a) { a.expert_mask = reinterpret_cast<const int32_t*>(reinterpret_cast<const char*>(a.counts) + 1); }},

@@ -53,25 +53,37 @@ class RoutingPlan {
   static constexpr int kMaxBlockSize = 1024;
   static constexpr int64_t kMaxStride = int64_t{1} << 24;
   static constexpr int64_t kMaxHidden = int64_t{1} << 20;
-  static constexpr int kChunkTokens = 64;   // tokens per chunk until the chunk cap
-  static constexpr int kMaxChunks = 128;    // chunk cap: more tokens make chunks longer
-  static constexpr int kExpertsPerWarp = 4; // experts a warp compares each entry with
-  static constexpr int kThreads = 64;       // count / scatter blocks: one wave64 or two warps of 32
-  static constexpr int kScanThreads = 512;  // the one offsets block at most: one expert per thread
-  // The offsets block's size: the power of two >= experts, at least 64 (a full wave64).
+  // Launch shape (routing.hip's design block says why):
+  static constexpr int64_t kSingleMaxEntries = 2048;  // T*k at most this: one kernel, every block ranks all entries
+  static constexpr int kSlotsPerBlock = 1024;         // the sort kernel: a block per 1024 output slots ...
+  static constexpr int kMaxFillBlocks = 128;          // ... at most 128 blocks (fill_blocks)
+  static constexpr int kChunkTokens = 64;             // two kernels: a block per chunk of 64 tokens ...
+  static constexpr int kMaxChunks = 64;               // ... at most 64 chunks: more tokens make chunks longer
+  static constexpr int kMaxThreads = 512;             // threads per block: one expert per thread in the scans
+  static constexpr int kMaxWarps = kMaxThreads / 32;  // per-warp histograms in shared memory
+  // Threads per block: the power of two >= experts, at least 64 (a full wave64), at most
+  // 512; with two kernels at least 256.
   static constexpr int scan_threads(int experts) {
     int n = 64;
-    while (n < experts && n < kScanThreads) n *= 2;
+    while (n < experts && n < kMaxThreads) n *= 2;
     return n;
   }
-
+  static bool one_kernel(int64_t T, int k) { return T * k <= kSingleMaxEntries; }
+  static int block_threads(int64_t T, int k, int experts) {
+    const int n = scan_threads(experts);
+    return one_kernel(T, k) || n >= 256 ? n : 256;
+  }
+  static int fill_blocks(int64_t T, int k, int E, int block_size);  // blocks that share the padding
+  // The sort kernel's grid: fill_blocks with one kernel; max(chunks, fill_blocks) with two.
+  static int sort_blocks(int64_t T, int k, int E, int block_size);
   static int64_t max_padded(int64_t T, int k, int E, int block_size) { return T * k + int64_t{E} * block_size - k; }
   static int64_t num_blocks(int64_t T, int k, int E, int block_size) {
     return (max_padded(T, k, E, block_size) + block_size - 1) / block_size;
   }
-  static int chunks(int64_t T);
-  // count[c][e], the start of chunk c inside expert e's segment, each segment's offset and total
-  static int64_t workspace_elems(int64_t T, int E) { return 2 * int64_t{E} * chunks(T) + 2 * int64_t{E}; }
+  static int chunks(int64_t T);          // chunks of the two-kernel path
+  static int64_t chunk_tokens(int64_t T);  // tokens per chunk
+  // count[c][e] of the two-kernel path (the one-kernel path does not touch it)
+  static int64_t workspace_elems(int64_t T, int E) { return int64_t{E} * chunks(T); }
 
   explicit RoutingPlan(const RoutingArgs& args);  // throws ArgumentError naming the argument
   void launch(hy4::rt::Stream stream) const;

@@ -1,28 +1,48 @@
 // routing.hip: the MoE token sort (see routing.h for the contract), one source for
 // HIP, CUDA and the CPU executor.
 //
-// Design: three kernels, no atomics, every position from counts and prefix sums.
-//  1. routing_count_kernel, grid (E / 4, C chunks) of 64 threads: a warp owns four
-//     experts and one chunk of consecutive tokens, walks its (t, s) entries warpSize x 4
-//     at a time (the four loads in flight together) and counts ids == e with ballots;
-//     writes count[c][e].  The same blocks zero-fill moe_out's rows (grid-stride).
-//  2. routing_offsets_kernel, one block of RoutingPlan::scan_threads(E) threads (the
-//     power of two >= E, at least 64, at most 512; E <= 64 scans 6 steps, not 9), thread = expert: each chunk's
-//     start inside the expert's segment and the total (one pass over c), the padded size, block scans of the padded sizes and of the unmasked flags (segment
-//     offsets and local ids), counts, expert_of_block and the unused tail.  (Each
-//     expert's padding was written here too, thread by thread: uncoalesced stores from
-//     one SM took ~35 us at T = 64 on the H200; chunk 0's warps of 3 write it now.)
-//  3. routing_scatter_kernel, grid as in 1: the warp of (experts, c) walks its chunk again
-//     and writes each match at its start plus the ballot's prefix popcount, so entries
-//     land in ascending (t, s) order whatever the warp size or the block order.
-// Chunks: kChunkTokens tokens each up to the cap RoutingPlan::kMaxChunks; past kMaxChunks * kChunkTokens
-// tokens a chunk grows (its warp loops longer).  Bounded by the E x T*k id reads of 1
-// and 3 (L2-resident: ids are 4*T*k bytes).
-// AMD budget: the count and scatter walks keep 4 loads in flight per lane and need 4
-// waves per SIMD; the offsets kernel is one block, its occupancy is irrelevant (1).
-// AMD budget: routing_count_kernel >= 4 waves/SIMD
-// AMD budget: routing_scatter_kernel >= 4 waves/SIMD
-// AMD budget: routing_offsets_kernel >= 1 waves/SIMD
+// Design: every position comes from counts and prefix sums (no atomics), and an entry's
+// rank among the entries of its expert from ballots, so results are the same bits
+// whatever the warp size, the block order or the scheduling.  Work is O(T*k + E) per
+// block, not O(E * T*k).
+//  - A warp walks a contiguous run of entries j = t*k + s, warpSize at a time.  Its lanes
+//    find the other lanes holding the same expert with one ballot per bit of the expert id
+//    (ceil(log2 E) + 1 ballots: E = 256 takes 9); the lowest such lane is the group's
+//    leader.  Counting: the leader adds the group's size to the warp's histogram row in
+//    shared memory.  Ranking: the leader reads the row, broadcasts it, every lane adds the
+//    group lanes below it, the leader adds the group size.  sync_warp between groups.
+//  - A block splits its entries into one run per warp (in order), so an entry's place is:
+//    its expert's segment offset + the entries of that expert in earlier chunks + in earlier
+//    warps of the block + in earlier groups of the warp + in the group below its lane.
+//  - Thread e of the block (blockDim = power of two >= E, 64 .. 512): the exclusive sums
+//    over the warps' rows, the expert's total and padded size; two block scans (padded
+//    sizes -> segment ends; unmasked flags -> local ids).
+//  - Every block also writes its share of the padding: a warp per expert of the block's
+//    share of the experts writes the slots past the expert's entries ((k << 24) | T, +0)
+//    and the expert's expert_of_block entries, lanes striding (coalesced); the block's
+//    share of the unused tail (slots past all used ones, blocks -1) is thread-strided.
+//    Entries and padding never share a slot, so no block waits for another.
+// Two paths, chosen by the plan from T*k (not from the device row count, so a captured
+// graph stays right for any count):
+//  1. T*k <= kSingleMaxEntries (2048, decode): ONE kernel, routing_sort_kernel with no
+//     count matrix.  Every block of fill_blocks() (a block per 4096 slots, at most 64)
+//     ranks all entries itself (at most 2048, a few groups per warp; the ids are 8 KiB of
+//     L2) and writes the entries of its share of j plus its share of the padding, so one
+//     graph node does all of it.
+//  2. Otherwise TWO kernels over chunks of chunk_tokens(T) tokens (256 until the cap of 64
+//     chunks, then longer): routing_count_kernel writes count[c][e] for its chunk (and
+//     zero-fills moe_out rows); routing_sort_kernel's block c sums count[.][e] over all
+//     chunks (its expert's total) and over chunks below c (its chunk's start), then ranks
+//     and writes its own chunk's entries and its share of the padding.
+// Bounded by: at decode the launch and one L2 round trip per phase; at large T the reads
+// of the count matrix (C x E int32 per block, 64 KiB at C = 64, E = 256) and the slot
+// writes (8 bytes per slot of max_padded).
+// AMD budget: 40 KiB of LDS per block (16 warp rows x 512 experts + 4 x 512) allows one
+// block per CU on gfx942; the kernels are latency bound, one wave per SIMD is their need.
+// AMD budget: routing_count_kernel >= 1 waves/SIMD
+// AMD budget: routing_sort_kernel >= 1 waves/SIMD
+#include <algorithm>
+
 #include "platform/hy4_platform.h"
 #include "routing.h"
 
@@ -37,179 +57,243 @@ HY4_DEVICE inline int64_t real_rows_of(const int32_t* num_rows, int64_t rows) {
 
 HY4_DEVICE inline bool expert_masked(const int32_t* mask, int e) { return mask != nullptr && mask[e] == 0; }
 
-// A warp's walk over the (t, s) entries of one chunk: kUnroll loads per lane are in
-// flight before their ballots (a load-ballot chain per entry group was latency bound),
-// and each entry is compared with the warp's kExperts experts (those past E or masked
-// match nothing).  Slots past the chunk read -1, which is no expert.  j is the entry index inside the chunk (fits 32 bits).
-constexpr int kUnroll = 4;
-constexpr int kExperts = RoutingPlan::kExpertsPerWarp;
+// What a warp needs to read entry j = t*k + s (entries index below 2^29: T < 2^24, k <= 32).
+struct EntryReader {
+  const int32_t* ids;
+  int64_t ids_stride;
+  uint32_t k;
+  int experts;
+  const int32_t* mask;
+  uint32_t n_real;  // real rows * k: entries past it are graph padding
+  int bits;         // ballots per expert id: bits of experts - 1
+  // The (global) expert of entry j, or -1: past `end`, padding, outside [0, E) or masked.
+  HY4_DEVICE int expert_of(uint32_t j, uint32_t end) const {
+    if (j >= end || j >= n_real) return -1;
+    const uint32_t t = j / k;
+    const int32_t id = ids[static_cast<int64_t>(t) * ids_stride + (j - t * k)];
+    return id >= 0 && id < experts && !expert_masked(mask, id) ? id : -1;
+  }
+};
 
-HY4_DEVICE inline int32_t chunk_id(const int32_t* ids, int64_t ids_stride, int64_t t0, int k, uint32_t j,
-                                   uint32_t n) {
-  if (j >= n) return -1;
-  const uint32_t dt = j / static_cast<uint32_t>(k);
-  return ids[(t0 + dt) * ids_stride + (j - dt * static_cast<uint32_t>(k))];
+// The lanes of the warp whose expert equals mine (me included; meaningless for e < 0).
+HY4_DEVICE inline uint64_t same_expert_lanes(int e, int bits) {
+  const bool valid = e >= 0;
+  uint64_t m = dev::ballot(valid);
+  for (int b = 0; b < bits; ++b) {
+    const bool bit = valid && ((e >> b) & 1) != 0;
+    const uint64_t v = dev::ballot(bit);
+    m &= bit ? v : ~v;
+  }
+  return m;
 }
 
-__global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kThreads)
+// Warp w's run of the block's entries [r0, r1): a multiple of warpSize per warp, in order.
+HY4_DEVICE inline void warp_run(uint32_t r0, uint32_t r1, int warps, int warp, int ws, uint32_t& a, uint32_t& b) {
+  const uint32_t len = r1 - r0, per_warp = (len + warps - 1) / warps;
+  const uint32_t per = (per_warp + ws - 1) / ws * ws;
+  const uint64_t a64 = r0 + static_cast<uint64_t>(per) * warp;
+  a = a64 < r1 ? static_cast<uint32_t>(a64) : r1;
+  b = a + per < r1 && a + per >= a ? a + per : r1;
+}
+
+// Counts the warp's run [a, b) into hist[row + e] (zeroed before).
+template <class Shared>
+HY4_DEVICE void count_run(const EntryReader& r, uint32_t a, uint32_t b, Shared hist, int row) {
+  const int ws = dev::warp_size();
+  const int lane = dev::lane_id();
+  for (uint32_t base = a; base < b; base += static_cast<uint32_t>(ws)) {
+    const int e = r.expert_of(base + lane, b);
+    const uint64_t m = same_expert_lanes(e, r.bits);
+    if (e >= 0 && lane == dev::lowest_lane(m)) hist[row + e] += __builtin_popcountll(m);
+    dev::sync_warp();
+  }
+}
+
+__global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
     routing_count_kernel(const int32_t* ids, int64_t ids_stride, int64_t rows, int k, int experts,
-                         const int32_t* mask, const int32_t* num_rows, int64_t chunk_tokens, int32_t* counts_ce,
-                         uint16_t* moe_out, int64_t moe_stride, int64_t hidden) {
-  const int ws = dev::warp_size();
-  const int lane = dev::lane_id();
-  const int warps = static_cast<int>(blockDim.x) / ws;
-  const int warp = static_cast<int>(threadIdx.x) / ws;
-  const int c = static_cast<int>(blockIdx.y);
-  const int64_t real = real_rows_of(num_rows, rows);
-  const int64_t t0 = c * chunk_tokens;
-  const int64_t t1 = t0 + chunk_tokens < real ? t0 + chunk_tokens : real;
-  const uint32_t n = t1 > t0 ? static_cast<uint32_t>((t1 - t0) * k) : 0;
-  for (int e0 = (static_cast<int>(blockIdx.x) * warps + warp) * kExperts; e0 < experts;
-       e0 += static_cast<int>(gridDim.x) * warps * kExperts) {
-    bool live[kExperts];  // past E or masked: counts nothing (every int32 is some id)
-    int count[kExperts];
-#pragma unroll
-    for (int x = 0; x < kExperts; ++x) {
-      const int e = e0 + x;
-      live[x] = e < experts && !expert_masked(mask, e);
-      count[x] = 0;
-    }
-    for (uint32_t base = 0; base < n; base += static_cast<uint32_t>(ws * kUnroll)) {
-      int32_t v[kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) v[u] = chunk_id(ids, ids_stride, t0, k, base + u * ws + lane, n);
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
-#pragma unroll
-        for (int x = 0; x < kExperts; ++x) count[x] += __builtin_popcountll(dev::ballot(live[x] && v[u] == e0 + x));
-    }
-    if (lane < kExperts && e0 + lane < experts) {
-      int mine = 0;
-#pragma unroll
-      for (int x = 0; x < kExperts; ++x) mine = lane == x ? count[x] : mine;
-      counts_ce[static_cast<int64_t>(c) * experts + e0 + lane] = mine;
-    }
-  }
-  if (moe_out) {
-    const int64_t b = static_cast<int64_t>(blockIdx.y) * gridDim.x + blockIdx.x;
-    const int64_t nb = static_cast<int64_t>(gridDim.x) * gridDim.y;
-    for (int64_t t = b; t < rows; t += nb)
-      for (int64_t j = threadIdx.x; j < hidden; j += blockDim.x) moe_out[t * moe_stride + j] = 0;
-  }
-}
-
-__global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kScanThreads)
-    routing_offsets_kernel(const int32_t* counts_ce, int32_t* rel_ce, int32_t* offset_e, int32_t* total_e, int64_t rows, int k,
-                           int experts, int block_size, const int32_t* mask, const int32_t* num_rows, int chunks,
-                           int32_t* sorted_ids, float* sorted_weights, int32_t* expert_of_block, int32_t* counts,
-                           int64_t max_padded, int64_t num_blocks) {
-  HY4_SHARED(int32_t, scan_pad, RoutingPlan::kScanThreads);
-  HY4_SHARED(int32_t, scan_local, RoutingPlan::kScanThreads);
-  const int e = static_cast<int>(threadIdx.x);
-  int32_t total = 0;
-  const bool mine = e < experts && !expert_masked(mask, e);
-  if (e < experts)  // chunk c's start inside the expert's segment, and the total
-#pragma unroll 8
-    for (int c = 0; c < chunks; ++c) {
-      const int64_t at = static_cast<int64_t>(c) * experts + e;
-      const int32_t n = counts_ce[at];
-      rel_ce[at] = total;
-      total += n;
-    }
-  const int32_t padded = (total + block_size - 1) / block_size * block_size;
-  scan_pad[e] = padded;
-  scan_local[e] = mine ? 1 : 0;
+                         const int32_t* mask, const int32_t* num_rows, int64_t chunk_tokens, int bits,
+                         int32_t* counts_ce, uint16_t* moe_out, int64_t moe_stride, int64_t hidden) {
+  const int nt = static_cast<int>(blockDim.x), tid = static_cast<int>(threadIdx.x);
+  const int ws = dev::warp_size(), warps = nt / ws, warp = tid / ws;
+  HY4_SHARED_UPTO(int32_t, hist, RoutingPlan::kMaxWarps * RoutingPlan::kMaxExperts, warps * experts);
+  const int c = static_cast<int>(blockIdx.x);
+  const EntryReader r{ids, ids_stride, static_cast<uint32_t>(k), experts, mask,
+                      static_cast<uint32_t>(real_rows_of(num_rows, rows) * k), bits};
+  const int64_t n = rows * k, r0 = c * chunk_tokens * k, r1 = r0 + chunk_tokens * k < n ? r0 + chunk_tokens * k : n;
+  for (int i = tid; i < warps * experts; i += nt) hist[i] = 0;
   dev::sync_block();
-  const int nt = static_cast<int>(blockDim.x);  // a power of two >= experts
-  for (int d = 1; d < nt; d *= 2) {  // inclusive Hillis-Steele scans
-    int32_t p = scan_pad[e], l = scan_local[e];
-    if (e >= d) {
-      p += scan_pad[e - d];
-      l += scan_local[e - d];
-    }
-    dev::sync_block();
-    scan_pad[e] = p;
-    scan_local[e] = l;
-    dev::sync_block();
+  uint32_t a, b;
+  warp_run(static_cast<uint32_t>(r0), static_cast<uint32_t>(r1), warps, warp, ws, a, b);
+  count_run(r, a, b, hist, warp * experts);
+  dev::sync_block();
+  if (tid < experts) {
+    int32_t total = 0;
+    for (int w = 0; w < warps; ++w) total += hist[w * experts + tid];
+    counts_ce[static_cast<int64_t>(c) * experts + tid] = total;
   }
-  const int32_t offset = scan_pad[e] - padded;
-  const int32_t local = scan_local[e] - (mine ? 1 : 0);
-  const int32_t used = scan_pad[nt - 1];
-  const int32_t pad_id = (k << 24) | static_cast<int32_t>(rows);
-  if (e < experts) {
-    offset_e[e] = offset;
-    total_e[e] = total;  // the scatter kernel writes the padding (coalesced, on every SM)
-    for (int32_t b = offset / block_size; b < (offset + padded) / block_size; ++b) expert_of_block[b] = local;
-  }
-  for (int64_t j = used + e; j < max_padded; j += blockDim.x) {  // the unused tail
-    sorted_ids[j] = pad_id;
-    sorted_weights[j] = 0.0f;
-  }
-  for (int64_t b = used / block_size + e; b < num_blocks; b += blockDim.x) expert_of_block[b] = -1;
-  if (e == 0) {
-    counts[0] = used;
-    counts[1] = static_cast<int32_t>(real_rows_of(num_rows, rows));
-  }
+  if (moe_out)
+    for (int64_t t = c; t < rows; t += gridDim.x)
+      for (int64_t j = tid; j < hidden; j += nt) moe_out[t * moe_stride + j] = 0;
 }
 
-__global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kThreads)
-    routing_scatter_kernel(const int32_t* ids, int64_t ids_stride, const float* weights, int64_t weights_stride,
-                           int64_t rows, int k, int experts, const int32_t* mask, const int32_t* num_rows,
-                           int64_t chunk_tokens, const int32_t* rel_ce, const int32_t* offset_e,
-                           const int32_t* total_e, int block_size, int32_t* sorted_ids, float* sorted_weights) {
-  const int ws = dev::warp_size();
-  const int lane = dev::lane_id();
-  const int warps = static_cast<int>(blockDim.x) / ws;
-  const int warp = static_cast<int>(threadIdx.x) / ws;
-  const int c = static_cast<int>(blockIdx.y);
+// Per-block shares of the sort kernel's work, made on the host (no 64-bit divisions on the
+// device): block b owns [b * share, (b + 1) * share) of each range.
+struct SortShares {
+  int32_t entries;  // one kernel: entries j it writes (every block ranks all of them)
+  int32_t experts;  // experts whose padding and expert_of_block entries it writes
+  int32_t slots;    // slots of [0, max_padded) whose unused tail it writes
+  int32_t blocks;   // entries of expert_of_block whose unused tail it writes
+};
+
+// The block's inclusive scan of v in thread order (nt threads, one value each): warp
+// scans by shuffles, then the totals of the warps below.  warp_total: kMaxWarps slots.
+template <class Shared>
+HY4_DEVICE uint64_t block_inclusive_scan(uint64_t v, Shared warp_total) {
+  const int ws = dev::warp_size(), lane = dev::lane_id();
+  const int warp = static_cast<int>(threadIdx.x) / ws, warps = static_cast<int>(blockDim.x) / ws;
+  for (int d = 1; d < ws; d *= 2) {
+    const uint64_t y = dev::shfl_idx(v, lane >= d ? lane - d : lane);
+    if (lane >= d) v += y;
+  }
+  if (lane == ws - 1) warp_total[warp] = v;
+  dev::sync_block();
+  for (int w = 0; w < warps - 1; ++w) v += w < warp ? static_cast<uint64_t>(warp_total[w]) : 0;
+  return v;
+}
+
+// counts_ce == nullptr: the one-kernel path (every block ranks all entries, writes the
+// entries of its share of j).  Otherwise block c < chunks ranks and writes chunk c (the
+// blocks past the chunks only write padding).
+__global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
+    routing_sort_kernel(const int32_t* ids, int64_t ids_stride, const float* weights, int64_t weights_stride,
+                        int64_t rows, int k, int experts, const int32_t* mask, const int32_t* num_rows,
+                        int64_t chunk_tokens, int bits, const int32_t* counts_ce, int chunks, int block_size,
+                        SortShares share, int32_t* sorted_ids, float* sorted_weights, int32_t* expert_of_block,
+                        int32_t* counts, int32_t max_padded, int32_t num_blocks, uint16_t* moe_out, int64_t moe_stride,
+                        int64_t hidden) {
+  const int nt = static_cast<int>(blockDim.x), tid = static_cast<int>(threadIdx.x);
+  const int ws = dev::warp_size(), warps = nt / ws, warp = tid / ws, lane = dev::lane_id();
+  HY4_SHARED_UPTO(int32_t, hist, RoutingPlan::kMaxWarps * RoutingPlan::kMaxExperts, warps * experts);
+  HY4_SHARED_UPTO(int32_t, seg_end, RoutingPlan::kMaxThreads, nt);    // inclusive scan of padded sizes
+  HY4_SHARED_UPTO(int32_t, seg_local, RoutingPlan::kMaxThreads, nt);  // inclusive scan of unmasked flags
+  HY4_SHARED_UPTO(int32_t, seg_total, RoutingPlan::kMaxThreads, nt);  // entries of expert e
+  HY4_SHARED_UPTO(int32_t, seg_base, RoutingPlan::kMaxThreads, nt);   // where this block's first entry of e goes
+  HY4_SHARED_UPTO(uint64_t, warp_total, RoutingPlan::kMaxWarps, warps);
   const int64_t real = real_rows_of(num_rows, rows);
-  const int64_t t0 = c * chunk_tokens;
-  const int64_t t1 = t0 + chunk_tokens < real ? t0 + chunk_tokens : real;
-  const uint32_t n = t1 > t0 ? static_cast<uint32_t>((t1 - t0) * k) : 0;
-  const uint64_t below = (uint64_t{1} << lane) - 1;  // lanes below mine (lane < 64)
-  for (int e0 = (static_cast<int>(blockIdx.x) * warps + warp) * kExperts; e0 < experts;
-       e0 += static_cast<int>(gridDim.x) * warps * kExperts) {
-    bool live[kExperts];
-    int64_t pos[kExperts];
-#pragma unroll
-    for (int x = 0; x < kExperts; ++x) {
-      const int e = e0 + x;
-      live[x] = e < experts && !expert_masked(mask, e);
-      pos[x] = live[x] ? static_cast<int64_t>(offset_e[e]) + rel_ce[static_cast<int64_t>(c) * experts + e] : 0;
-      if (c == 0 && live[x]) {  // chunk 0's warp writes the expert's padding, lane-strided
-        const int32_t begin = offset_e[e] + total_e[e];
-        const int32_t end = offset_e[e] + (total_e[e] + block_size - 1) / block_size * block_size;
-        const int32_t pad_id = (k << 24) | static_cast<int32_t>(rows);
-        for (int32_t j = begin + lane; j < end; j += ws) {
-          sorted_ids[j] = pad_id;
-          sorted_weights[j] = 0.0f;
-        }
-      }
+  const EntryReader r{ids, ids_stride, static_cast<uint32_t>(k), experts, mask, static_cast<uint32_t>(real * k), bits};
+  const bool one_kernel = counts_ce == nullptr;
+  const int c = static_cast<int>(blockIdx.x);
+  const uint32_t n = static_cast<uint32_t>(rows * k);
+  uint32_t r0 = 0, r1 = n;  // the entries this block ranks
+  if (!one_kernel) {
+    const uint64_t b0 = static_cast<uint64_t>(c) * static_cast<uint64_t>(chunk_tokens * k);
+    r0 = c < chunks && b0 < n ? static_cast<uint32_t>(b0) : n;
+    r1 = c < chunks && b0 + chunk_tokens * k < n ? static_cast<uint32_t>(b0 + chunk_tokens * k) : n;
+  }
+  for (int i = tid; i < warps * experts; i += nt) hist[i] = 0;
+  dev::sync_block();
+  uint32_t a, b;
+  warp_run(r0, r1, warps, warp, ws, a, b);
+  count_run(r, a, b, hist, warp * experts);
+  dev::sync_block();
+
+  // Thread e: the warps' exclusive sums (in place), the expert's total and padded size.
+  const int e = tid;
+  int32_t total = 0, before = 0;
+  if (e < experts) {
+    int32_t acc = 0;
+    for (int w = 0; w < warps; ++w) {
+      const int32_t v = hist[w * experts + e];
+      hist[w * experts + e] = acc;
+      acc += v;
     }
-    for (uint32_t base = 0; base < n; base += static_cast<uint32_t>(ws * kUnroll)) {
-      int32_t v[kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) v[u] = chunk_id(ids, ids_stride, t0, k, base + u * ws + lane, n);
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const uint32_t j = base + u * ws + lane;
-#pragma unroll
-        for (int x = 0; x < kExperts; ++x) {
-          const bool match = live[x] && v[u] == e0 + x;
-          const uint64_t m = dev::ballot(match);
-          if (match) {
-            const uint32_t dt = j / static_cast<uint32_t>(k);
-            const int64_t t = t0 + dt;
-            const int s = static_cast<int>(j - dt * static_cast<uint32_t>(k));
-            const int64_t at = pos[x] + __builtin_popcountll(m & below);
-            sorted_ids[at] = (s << 24) | static_cast<int32_t>(t);
-            sorted_weights[at] = weights[t * weights_stride + s];
-          }
-          pos[x] += __builtin_popcountll(m);
-        }
+    if (one_kernel) {
+      total = acc;
+    } else {
+#pragma unroll 8
+      for (int cc = 0; cc < chunks; ++cc) {
+        const int32_t v = counts_ce[static_cast<int64_t>(cc) * experts + e];
+        before += cc < c ? v : 0;
+        total += v;
       }
     }
   }
+  const bool mine = e < experts && !expert_masked(mask, e);
+  const int32_t padded = (total + block_size - 1) / block_size * block_size;
+  // one scan of both: padded sizes (< 2^31) above 16 bits, unmasked flags (<= 512) below
+  const uint64_t both = block_inclusive_scan((static_cast<uint64_t>(padded) << 16) | (mine ? 1u : 0u), warp_total);
+  const int32_t end = static_cast<int32_t>(both >> 16);
+  seg_end[e] = end;
+  seg_local[e] = static_cast<int32_t>(both & 0xFFFF);
+  seg_total[e] = total;
+  seg_base[e] = end - padded + before;
+  dev::sync_block();
+  const int32_t used = seg_end[nt - 1];
+
+  // Rank and write the entries (one kernel: those of this block's share of j).
+  uint32_t w0 = r0, w1 = r1;
+  if (one_kernel) {
+    const uint64_t s0 = static_cast<uint64_t>(c) * static_cast<uint32_t>(share.entries);
+    w0 = s0 < n ? static_cast<uint32_t>(s0) : n;
+    w1 = s0 + share.entries < n ? static_cast<uint32_t>(s0 + share.entries) : n;
+  }
+  const uint64_t below = (uint64_t{1} << lane) - 1;  // lane < 64
+  const int row = warp * experts;
+  for (uint32_t base = a; base < b; base += static_cast<uint32_t>(ws)) {
+    const uint32_t j = base + lane;
+    const int x = r.expert_of(j, b);
+    const uint64_t m = same_expert_lanes(x, r.bits);
+    const int leader = x >= 0 ? dev::lowest_lane(m) : lane;
+    int32_t start = x >= 0 && lane == leader ? static_cast<int32_t>(hist[row + x]) : 0;
+    start = dev::shfl_idx(start, leader);
+    if (x >= 0) {
+      if (lane == leader) hist[row + x] = start + __builtin_popcountll(m);
+      if (j >= w0 && j < w1) {
+        const uint32_t t = j / static_cast<uint32_t>(k);
+        const int s = static_cast<int>(j - t * static_cast<uint32_t>(k));
+        const int32_t at = seg_base[x] + start + __builtin_popcountll(m & below);
+        sorted_ids[at] = (s << 24) | static_cast<int32_t>(t);
+        sorted_weights[at] = weights[static_cast<int64_t>(t) * weights_stride + s];
+      }
+    }
+    dev::sync_warp();
+  }
+
+  // This block's share of the padding: a warp per expert of its share of the experts
+  // (lanes stride the expert's padding and blocks), then its share of the unused tail.
+  const int32_t pad_id = (k << 24) | static_cast<int32_t>(rows);
+  const int e0 = c * share.experts, e1 = e0 + share.experts < experts ? e0 + share.experts : experts;
+  for (int x = e0 + warp; x < e1; x += warps) {
+    const int32_t first = x > 0 ? static_cast<int32_t>(seg_end[x - 1]) : 0, last = seg_end[x];
+    for (int32_t p = first + seg_total[x] + lane; p < last; p += ws) {
+      sorted_ids[p] = pad_id;
+      sorted_weights[p] = 0.0f;
+    }
+    const int32_t local = seg_local[x] - 1;
+    for (int32_t q = first / block_size + lane; q < last / block_size; q += ws) expert_of_block[q] = local;
+  }
+  const int64_t p0 = static_cast<int64_t>(c) * share.slots;
+  const int64_t p1 = p0 + share.slots < max_padded ? p0 + share.slots : max_padded;
+  for (int64_t p = (p0 > used ? p0 : used) + tid; p < p1; p += nt) {
+    sorted_ids[p] = pad_id;
+    sorted_weights[p] = 0.0f;
+  }
+  const int64_t q0 = static_cast<int64_t>(c) * share.blocks, used_blocks = used / block_size;
+  const int64_t q1 = q0 + share.blocks < num_blocks ? q0 + share.blocks : num_blocks;
+  for (int64_t q = (q0 > used_blocks ? q0 : used_blocks) + tid; q < q1; q += nt) expert_of_block[q] = -1;
+  if (c == 0 && tid == 0) {
+    counts[0] = used;
+    counts[1] = static_cast<int32_t>(real);
+  }
+  if (one_kernel && moe_out)
+    for (int64_t t = c; t < rows; t += gridDim.x)
+      for (int64_t j = tid; j < hidden; j += nt) moe_out[t * moe_stride + j] = 0;
+}
+
+int id_bits(int experts) {
+  int bits = 0;
+  while ((1 << bits) < experts) ++bits;
+  return bits;
 }
 
 }  // namespace
@@ -217,25 +301,27 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kThreads)
 void RoutingPlan::launch(hy4::rt::Stream stream) const {
   const RoutingArgs& a = args_;
   const int64_t T = a.ids.rows;
-  const int k = static_cast<int>(a.ids.cols), E = a.experts, C = chunks_;
-  const int64_t chunk_tokens = (T + C - 1) / C > 0 ? (T + C - 1) / C : 1;
-  int32_t* counts_ce = a.workspace;
-  int32_t* rel_ce = a.workspace + int64_t{E} * C;
-  int32_t* offset_e = a.workspace + 2 * int64_t{E} * C;
-  int32_t* total_e = offset_e + E;
-  // x: enough blocks for one warp per kExpertsPerWarp experts at wave64 (warp 32 leaves half idle)
-  const dim3 grid(static_cast<unsigned>((E + kExpertsPerWarp - 1) / kExpertsPerWarp), static_cast<unsigned>(C));
-  HY4_LAUNCH(routing_count_kernel, grid, dim3(kThreads), stream, static_cast<const int32_t*>(a.ids.data),
-             a.ids.row_stride, T, k, E, a.expert_mask, a.num_rows, chunk_tokens, counts_ce,
-             static_cast<uint16_t*>(a.moe_out.data), a.moe_out.row_stride, a.moe_out.data ? a.moe_out.cols : 0);
-  HY4_LAUNCH(routing_offsets_kernel, dim3(1), dim3(static_cast<unsigned>(scan_threads(E))), stream, static_cast<const int32_t*>(counts_ce),
-             rel_ce, offset_e, total_e, T, k, E, a.block_size, a.expert_mask, a.num_rows, C, a.sorted_ids, a.sorted_weights,
-             a.expert_of_block, a.counts, max_padded(T, k, E, a.block_size), num_blocks(T, k, E, a.block_size));
-  HY4_LAUNCH(routing_scatter_kernel, grid, dim3(kThreads), stream, static_cast<const int32_t*>(a.ids.data),
-             a.ids.row_stride, static_cast<const float*>(a.weights.data), a.weights.row_stride, T, k, E,
-             a.expert_mask, a.num_rows, chunk_tokens, static_cast<const int32_t*>(rel_ce),
-             static_cast<const int32_t*>(offset_e), static_cast<const int32_t*>(total_e), a.block_size, a.sorted_ids,
-             a.sorted_weights);
+  const int k = static_cast<int>(a.ids.cols), E = a.experts;
+  const bool one = one_kernel(T, k);
+  const int C = one ? 1 : chunks(T);
+  const int64_t ct = chunk_tokens(T);
+  const dim3 block(static_cast<unsigned>(block_threads(T, k, E)));
+  uint16_t* moe = static_cast<uint16_t*>(a.moe_out.data);
+  const int64_t hidden = moe ? a.moe_out.cols : 0;
+  if (!one)
+    HY4_LAUNCH(routing_count_kernel, dim3(static_cast<unsigned>(C)), block, stream, static_cast<const int32_t*>(a.ids.data),
+               a.ids.row_stride, T, k, E, a.expert_mask, a.num_rows, ct, id_bits(E), a.workspace, moe,
+               a.moe_out.row_stride, hidden);
+  const int G = sort_blocks(T, k, E, a.block_size);
+  const int64_t mp = max_padded(T, k, E, a.block_size), nb = num_blocks(T, k, E, a.block_size);
+  auto per = [G](int64_t total) { return static_cast<int32_t>(std::max<int64_t>(1, (total + G - 1) / G)); };
+  const SortShares share{per(T * k), per(E), per(mp), per(nb)};
+  HY4_LAUNCH(routing_sort_kernel, dim3(static_cast<unsigned>(G)), block, stream, static_cast<const int32_t*>(a.ids.data),
+             a.ids.row_stride, static_cast<const float*>(a.weights.data), a.weights.row_stride, T, k, E, a.expert_mask,
+             a.num_rows, ct, id_bits(E), one ? static_cast<const int32_t*>(nullptr) : static_cast<const int32_t*>(a.workspace),
+             C, a.block_size, share, a.sorted_ids, a.sorted_weights, a.expert_of_block, a.counts,
+             static_cast<int32_t>(mp), static_cast<int32_t>(nb), one ? moe : static_cast<uint16_t*>(nullptr),
+             a.moe_out.row_stride, hidden);
 }
 
 }  // namespace hy4

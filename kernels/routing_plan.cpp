@@ -9,6 +9,21 @@ int RoutingPlan::chunks(int64_t T) {
   return static_cast<int>(std::clamp<int64_t>((T + kChunkTokens - 1) / kChunkTokens, 1, kMaxChunks));
 }
 
+int64_t RoutingPlan::chunk_tokens(int64_t T) {
+  const int C = chunks(T);
+  return std::max<int64_t>(kChunkTokens, (T + C - 1) / C);
+}
+
+int RoutingPlan::fill_blocks(int64_t T, int k, int E, int block_size) {
+  return static_cast<int>(std::clamp<int64_t>((max_padded(T, k, E, block_size) + kSlotsPerBlock - 1) / kSlotsPerBlock, 1,
+                                              kMaxFillBlocks));
+}
+
+int RoutingPlan::sort_blocks(int64_t T, int k, int E, int block_size) {
+  const int fill = fill_blocks(T, k, E, block_size);
+  return one_kernel(T, k) ? fill : std::max(chunks(T), fill);
+}
+
 RoutingPlan::RoutingPlan(const RoutingArgs& a) : args_(a) {
   const char* op = "routing";
   const int64_t T = a.ids.rows;

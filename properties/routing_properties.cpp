@@ -213,6 +213,51 @@ TEST(RoutingProperties, EveryWalkAndChunkSplitBothSides) {
       }
 }
 
+// The one-kernel / two-kernel split (T*k around kSingleMaxEntries at k = 1, 8, 32, both
+// sides), one chunk and several with two kernels, E below 128 with two kernels (256
+// threads, more warps than the one-kernel path gives that E), the padding blocks
+// fill_blocks() on both sides of 1, 2 and 3 blocks and past its cap, and the two-kernel
+// grid max(chunks, fill_blocks) both ways (blocks past the chunks that only pad; chunks
+// past the padding blocks).
+TEST(RoutingProperties, EveryPathAndGridSplitBothSides) {
+  HY4_REQUIRE_DEVICE();
+  struct Split { int64_t T; int k, E, bs; };
+  const int64_t S = RoutingPlan::kSingleMaxEntries;
+  const Split splits[] = {
+      {S / 8, 8, 256, 64},     {S / 8 + 1, 8, 256, 64},  {S, 1, 33, 16},         {S + 1, 1, 33, 16},
+      {S / 32, 32, 40, 2},     {S / 32 + 1, 32, 40, 2},  {S / 8 + 200, 8, 7, 1}, {700, 8, 256, 64},
+      {1, 1, 128, 32},         {1, 1, 128, 33 - 1},      {2, 1, 64, 64},         {0, 1, 512, 8},
+      // max_padded = T*k + E*bs - k: 1024 (1 padding block), 1025 (2), 2049 (3), 524288 + (the cap)
+      {1, 1, 64, 16},          {2, 1, 64, 16},           {2, 1, 32, 64},         {9, 8, 512, 1024},
+      {S / 8, 8, 512, 1024},
+      // two kernels: 5 chunks, 18 padding blocks | 64 chunks, 5 padding blocks
+      {S / 8 + 1, 8, 256, 64}, {4096, 1, 2, 1}};
+  for (const Split& sp : splits)
+    for (bool mask : {false, true}) {
+      RoutingShape sh;
+      sh.T = sp.T;
+      sh.E = sp.E;
+      sh.k = std::min(sp.k, sp.E);
+      sh.block_size = sp.bs;
+      sh.has_mask = mask;
+      sh.has_num_rows = mask;
+      sh.num_rows = sp.T - 1;
+      sh.hidden = mask ? 2 : 0;
+      sh.values = mask ? RoutingValues::Mixed : RoutingValues::TopkLike;
+      const std::string name = "routing.PathSplit.T" + std::to_string(sp.T) + "k" + std::to_string(sh.k) + "E" +
+                               std::to_string(sp.E) + "bs" + std::to_string(sp.bs) + (mask ? "mask" : "");
+      EXPECT_TRUE(routing_case_passes(make_routing_case(static_cast<uint64_t>(sp.T * 31 + sp.E + mask), sh), name))
+          << (RoutingPlan::one_kernel(sp.T, sh.k) ? "one kernel, " : "two kernels, " + std::to_string(RoutingPlan::chunks(sp.T)) + " chunks, ")
+          << RoutingPlan::sort_blocks(sp.T, sh.k, sp.E, sp.bs) << " sort blocks";
+    }
+  EXPECT_EQ(RoutingPlan::fill_blocks(1, 1, 64, 16), 1);  // 1024 slots
+  EXPECT_EQ(RoutingPlan::fill_blocks(2, 1, 64, 16), 2);  // 1025
+  EXPECT_EQ(RoutingPlan::fill_blocks(2, 1, 32, 64), 3);  // 2049
+  EXPECT_EQ(RoutingPlan::fill_blocks(9, 8, 512, 1024), RoutingPlan::kMaxFillBlocks);
+  EXPECT_EQ(RoutingPlan::sort_blocks(S / 8 + 1, 8, 256, 64), 18);  // chunks 5
+  EXPECT_EQ(RoutingPlan::sort_blocks(4096, 1, 2, 1), 64);          // padding blocks 5
+}
+
 // The offsets block is RoutingPlan::scan_threads(E) threads (64, 128, 256 or 512):
 // E on both sides of every size, with a mask (the local-id scan) and padding.
 TEST(RoutingProperties, EveryOffsetsBlockSizeBothSides) {
@@ -232,8 +277,8 @@ TEST(RoutingProperties, EveryOffsetsBlockSizeBothSides) {
     }
 }
 
-// Past the chunk cap (kMaxChunks x kChunkTokens tokens) chunks grow: the warp of a
-// (expert, chunk) walks more than 256 tokens.  E = 2, k = 1 keeps it cheap.
+// Past the chunk cap (kMaxChunks x kChunkTokens tokens) chunks grow: a block's chunk is
+// more than 256 tokens.  E = 2, k = 1 keeps it cheap.
 TEST(RoutingProperties, TokensPastTheChunkCap) {
   HY4_REQUIRE_DEVICE();
   RoutingShape sh;

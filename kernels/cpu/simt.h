@@ -55,6 +55,7 @@ enum class ShuffleKind { Xor, Down, Idx };
 uint64_t warp_shuffle_bits(uint64_t v, ShuffleKind kind, int arg);
 uint64_t warp_ballot(bool p);
 bool warp_all(bool p);
+void warp_sync();
 
 template <class T>
 T warp_shuffle(T v, ShuffleKind kind, int arg) {
@@ -123,6 +124,15 @@ SharedArray<T> shared_array(std::size_t count, const char* name) {
   static_assert(std::is_trivially_copyable_v<T>, "shared arrays hold trivially copyable types");
   SharedSlot s = shared_allocate(count, sizeof(T), name);
   return SharedArray<T>{reinterpret_cast<T*>(s.data), s.written, count, name};
+}
+// A shared array declared [max] on a GPU of which the kernel uses count: the CPU holds
+// count elements (index count and past are reported); count > max is a fault (the GPU
+// array would overflow).
+void report_shared_overdeclared(const char* name, std::size_t count, std::size_t max);
+template <class T>
+SharedArray<T> shared_array_upto(std::size_t max, std::size_t count, const char* name) {
+  if (count > max) report_shared_overdeclared(name, count, max);
+  return shared_array<T>(count < max ? count : max, name);
 }
 
 // ---- launches -------------------------------------------------------------------

@@ -149,11 +149,12 @@ std::size_t stack_bytes() {
 }
 
 enum class FState { Runnable, AtBarrier, AtWarp, Done };
-enum class WarpOp { Shuffle, Ballot, All };
+enum class WarpOp { Shuffle, Ballot, All, Sync };
 
 const char* op_name(WarpOp op, ShuffleKind k) {
   if (op == WarpOp::Ballot) return "ballot";
   if (op == WarpOp::All) return "all";
+  if (op == WarpOp::Sync) return "sync_warp";
   switch (k) {
     case ShuffleKind::Xor: return "shfl_xor";
     case ShuffleKind::Down: return "shfl_down";
@@ -642,6 +643,9 @@ void sync_block() {
 uint64_t warp_shuffle_bits(uint64_t v, ShuffleKind kind, int arg) { return warp_collective(WarpOp::Shuffle, kind, arg, v); }
 uint64_t warp_ballot(bool p) { return warp_collective(WarpOp::Ballot, ShuffleKind::Xor, 0, p ? 1 : 0); }
 bool warp_all(bool p) { return warp_collective(WarpOp::All, ShuffleKind::Xor, 0, p ? 1 : 0) != 0; }
+// __syncwarp: every lane of the warp arrives before any goes on (its shared-memory
+// writes are seen by the others after it); a lane that never arrives is reported.
+void warp_sync() { warp_collective(WarpOp::Sync, ShuffleKind::Xor, 0, 0); }
 
 SharedSlot shared_allocate(std::size_t count, std::size_t elem_size, const char* name) {
   Fiber& f = cur();
@@ -661,7 +665,10 @@ SharedSlot shared_allocate(std::size_t count, std::size_t elem_size, const char*
   a.count = count;
   a.elem = elem_size;
   a.data.resize(std::max<std::size_t>(count * elem_size, 1));
-  for (auto& byte : a.data) byte = static_cast<unsigned char>(b.rng());  // garbage, new at every block
+  for (std::size_t i = 0; i < a.data.size(); i += 8) {  // garbage, new at every block (8 bytes per draw)
+    const uint64_t r = b.rng();
+    std::memcpy(a.data.data() + i, &r, std::min<std::size_t>(8, a.data.size() - i));
+  }
   a.written.assign(std::max<std::size_t>(count, 1), 0);
   b.shared.push_back(std::move(a));
   return SharedSlot{b.shared.back().data.data(), b.shared.back().written.data()};
@@ -672,6 +679,12 @@ void report_shared_uninit(const char* name, std::size_t index) {
   Block& b = *W().block;
   b.launch->fault(where(b, f) + ": reads " + name + "[" + std::to_string(index) +
                   "] of shared memory, which no thread of the block has written");
+}
+void report_shared_overdeclared(const char* name, std::size_t count, std::size_t max) {
+  Fiber& f = cur();
+  Block& b = *W().block;
+  b.launch->fault(where(b, f) + ": uses " + std::to_string(count) + " elements of shared array " + name + "[" +
+                  std::to_string(max) + "] (a GPU's array has only " + std::to_string(max) + ")");
 }
 void report_shared_oob(const char* name, std::size_t index, std::size_t count) {
   Fiber& f = cur();

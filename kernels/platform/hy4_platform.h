@@ -9,9 +9,13 @@
 // What differs between the platforms is collected here and nowhere else:
 //   HY4_HD / HY4_DEVICE         host+device and device-only function markers
 //   HY4_SHARED(T, name, N)      a block-shared array (CPU: checked, poisoned)
+//   HY4_SHARED_UPTO(T, name, N, n)  the same, N elements on a GPU, of which the kernel
+//                               uses n <= N (CPU: exactly n, so index n is out of bounds)
 //   HY4_LAUNCH_BOUNDS(threads)  __launch_bounds__ on GPUs
 //   hy4::dev::sync_block()      __syncthreads
+//   hy4::dev::sync_warp()       __syncwarp (shared-memory writes of the warp seen by all its lanes)
 //   hy4::dev::shfl_xor/down/idx, ballot, any, all, lane_id, warp_size
+//   hy4::dev::lowest_lane(mask)  index of the lowest set bit of a ballot mask (mask != 0)
 //   HY4_LAUNCH(kernel, grid, block, stream, args...)
 //   hy4::dev::Vec<T, N>         8- and 16-byte vector types for global loads/stores
 //                               (CPU: every access through one is checked for alignment)
@@ -48,8 +52,11 @@
 
 #if defined(HY4_BACKEND_CPU)
 #define HY4_SHARED(T, name, N) ::hy4::cpu::SharedArray<T> name = ::hy4::cpu::shared_array<T>((N), #name)
+#define HY4_SHARED_UPTO(T, name, N, n) \
+  ::hy4::cpu::SharedArray<T> name = ::hy4::cpu::shared_array_upto<T>((N), (n), #name)
 #else
 #define HY4_SHARED(T, name, N) __shared__ T name[(N)]
+#define HY4_SHARED_UPTO(T, name, N, n) __shared__ T name[(N)]
 #endif
 
 namespace hy4::dev {
@@ -64,6 +71,8 @@ template <class T> inline T shfl_idx(T v, int src) { return ::hy4::cpu::warp_shu
 inline uint64_t ballot(bool p) { return ::hy4::cpu::warp_ballot(p); }
 inline bool any(bool p) { return ::hy4::cpu::warp_ballot(p) != 0; }
 inline bool all(bool p) { return ::hy4::cpu::warp_all(p); }
+inline void sync_warp() { ::hy4::cpu::warp_sync(); }
+inline int lowest_lane(uint64_t m) { return __builtin_ctzll(m); }
 #elif defined(HY4_BACKEND_HIP)
 // Debian's HIP 5.2 __syncthreads calls __work_group_barrier, which needs the OpenCL
 // __atomic_work_item_fence that clang 22's device libs no longer provide (link error,
@@ -82,6 +91,14 @@ template <class T> __device__ __forceinline__ T shfl_idx(T v, int src) { return 
 __device__ __forceinline__ uint64_t ballot(bool p) { return static_cast<uint64_t>(__ballot(p)); }
 __device__ __forceinline__ bool any(bool p) { return __any(p); }
 __device__ __forceinline__ bool all(bool p) { return __all(p); }
+// A wave runs in lockstep; what is needed is that the compiler keeps LDS accesses in
+// order around this point and that they complete (wavefront-scope fence).
+__device__ __forceinline__ int lowest_lane(uint64_t m) { return __builtin_ctzll(m); }
+__device__ __forceinline__ void sync_warp() {
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
+  __builtin_amdgcn_wave_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
+}
 #else  // CUDA
 constexpr unsigned kFullMask = 0xffffffffu;
 __device__ __forceinline__ void sync_block() { __syncthreads(); }
@@ -95,6 +112,8 @@ template <class T> __device__ __forceinline__ T shfl_idx(T v, int src) { return 
 __device__ __forceinline__ uint64_t ballot(bool p) { return static_cast<uint64_t>(__ballot_sync(kFullMask, p)); }
 __device__ __forceinline__ bool any(bool p) { return __any_sync(kFullMask, p) != 0; }
 __device__ __forceinline__ bool all(bool p) { return __all_sync(kFullMask, p) != 0; }
+__device__ __forceinline__ void sync_warp() { __syncwarp(kFullMask); }
+__device__ __forceinline__ int lowest_lane(uint64_t m) { return __ffsll(static_cast<long long>(m)) - 1; }
 #endif
 
 // ---- vector types for global memory --------------------------------------------
