@@ -7,6 +7,7 @@
 // kernel's graph node (the fixed cost every row carries).
 //
 //   hy4-bench [--replays R] [--launches K] [--json FILE] [--ops gate,sink,topk,routing]
+//             [--topk-path 0|1|2]   (topk: the plan's choice | warp per row | block per row)
 //
 // Not Google Benchmark: every row must be one graph-replay measurement beside peers.py
 // (which parses these rows: op, T=..., median first), and the copy bandwidth must come
@@ -103,6 +104,7 @@ void write_json(const std::string& path, int launches, int replays) {
 int main(int argc, char** argv) {
   int replays = 200, launches = 20;
   std::string json, ops = "gate,sink,topk,routing";
+  int topk_path = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc || a.rfind("--", 0) != 0) {
@@ -114,11 +116,16 @@ int main(int argc, char** argv) {
     else if (a == "--launches") launches = std::atoi(v);
     else if (a == "--json") json = v;
     else if (a == "--ops") ops = v;
+    else if (a == "--topk-path") topk_path = std::atoi(v);
     else if (a == "--peak-gbs") continue;  // accepted for old scripts; the floor is the measured copy now
     else {
       std::fprintf(stderr, "hy4-bench: unknown option '%s'\n", a.c_str());
       return 2;
     }
+  }
+  if (topk_path < 0 || topk_path > 2) {
+    std::fprintf(stderr, "hy4-bench: --topk-path must be 0 (auto), 1 (warp per row) or 2 (block per row)\n");
+    return 2;
   }
   if (replays < 1 || launches < 1) {
     std::fprintf(stderr, "hy4-bench: --replays and --launches must be >= 1\n");
@@ -237,6 +244,7 @@ int main(int argc, char** argv) {
     a.num_rows = count.get();
     a.weights = MatrixView{weights.get(), DType::F32, T, k, 9};
     a.ids = MatrixView{ids.get(), DType::I32, T, k, 10};
+    a.path = static_cast<TopkPath>(topk_path);
     TopkPlan plan(a);
     const Stats st = time_graph([&](hy4::rt::Stream cs) { plan.launch(cs); }, launches, replays, s);
     const double bytes = 4.0 * T * E + 4.0 * E + 8.0 * T * k;

@@ -28,6 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   s.has_num_rows = in.ConsumeBool();
   s.num_rows = in.ConsumeIntegralInRange<int64_t>(-2, 10);
   s.values = static_cast<TopkValues>(in.ConsumeIntegralInRange<int>(0, 5));
+  s.path = in.ConsumeIntegralInRange<int>(0, 2);  // auto | warp per row | block per row
   const int warp = in.ConsumeBool() ? 64 : 32;
   const bool graph = in.ConsumeBool();
   const uint64_t seed = in.ConsumeIntegral<uint64_t>();

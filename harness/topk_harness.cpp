@@ -129,6 +129,7 @@ TopkCase random_topk_case(uint64_t seed, int64_t max_T) {
   s.has_num_rows = rng() % 3 == 0;
   s.num_rows = static_cast<int64_t>(rng() % (s.T + 3)) - 1;
   s.values = static_cast<TopkValues>(rng() % 6);
+  s.path = static_cast<int>(rng() % 3);
   return make_topk_case(seed, s);
 }
 
@@ -139,7 +140,8 @@ CaseFile topk_to_file(const TopkCase& c) {
   f.ints = {{"seed", static_cast<int64_t>(c.seed)}, {"T", s.T}, {"E", s.E}, {"k", s.k}, {"bf16", s.bf16},
             {"logits_pad", s.logits_pad}, {"weights_pad", s.weights_pad}, {"ids_pad", s.ids_pad},
             {"logits_offset", s.logits_offset}, {"renormalize", s.renormalize}, {"rsf_bits", fbits(s.rsf)},
-            {"has_num_rows", s.has_num_rows}, {"num_rows", s.num_rows}, {"values", static_cast<int>(s.values)}};
+            {"has_num_rows", s.has_num_rows}, {"num_rows", s.num_rows}, {"values", static_cast<int>(s.values)},
+            {"path", s.path}};
   if (!c.origin.empty()) f.text["origin"] = c.origin;
   f.put32("logits", c.logits);
   f.put32("bias", c.bias);
@@ -167,6 +169,7 @@ TopkCase topk_from_file(const CaseFile& f) {
   s.has_num_rows = f.get_or_in("has_num_rows", 0, 0, 1) != 0;
   s.num_rows = f.get_or_in("num_rows", 0, -(int64_t{1} << 31), (int64_t{1} << 31) - 1);
   s.values = static_cast<TopkValues>(f.get_or_in("values", 0, 0, 5));
+  s.path = static_cast<int>(f.get_or_in("path", 0, 0, 2));
   if (f.generated()) {
     f.check_generated_size(span(s.T, s.E, c.logits_stride(), s.logits_offset) + s.E +
                            span(s.T, s.k, c.weights_stride(), 0) + span(s.T, s.k, c.ids_stride(), 0));
@@ -210,6 +213,7 @@ struct TopkDeviceBuffers {
     args.num_rows = with_count ? num_rows.get() : nullptr;
     args.weights = MatrixView{weights.get(), DType::F32, s.T, s.k, c.weights_stride()};
     args.ids = MatrixView{ids.get(), DType::I32, s.T, s.k, c.ids_stride()};
+    args.path = static_cast<TopkPath>(s.path);
   }
   void upload(const TopkCase& c, hy4::rt::Stream st) {
     if (c.shape.bf16) {  // bf16 logits live packed in the buffer
@@ -502,6 +506,7 @@ std::vector<std::string> topk_bad_argument_failures(int* classes) {
       {"'weights' at", [](TopkArgs& a) { a.weights.data = static_cast<char*>(a.weights.data) + 2; }},
       {"'num_rows' is not aligned", [](TopkArgs& a) { a.num_rows = reinterpret_cast<const int32_t*>(reinterpret_cast<const char*>(a.num_rows) + 1); }},
       {"'routed_scaling_factor' is not finite", [](TopkArgs& a) { a.routed_scaling_factor = INFINITY; }},
+      {"'path' is 3", [](TopkArgs& a) { a.path = static_cast<TopkPath>(3); }},
       {"'ids' overlaps 'weights'", [](TopkArgs& a) { a.ids.data = a.weights.data; a.ids.row_stride = a.weights.row_stride; }},
   };
   std::vector<std::string> failures = refusal_failures<TopkPlan>(good(), bad);

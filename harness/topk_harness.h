@@ -33,6 +33,7 @@ struct TopkShape {
   bool has_num_rows = false;  // pass a device row count
   int64_t num_rows = 0;       // its value (clamped to [0, T] by the kernel)
   TopkValues values = TopkValues::Normal;
+  int path = 0;               // TopkPath: 0 the plan's choice, 1 warp per row, 2 block per row
 };
 
 struct TopkCase {

@@ -67,11 +67,13 @@ struct EntryReader {
   uint32_t n_real;  // real rows * k: entries past it are graph padding
   int bits;         // ballots per expert id: bits of experts - 1
   // The (global) expert of entry j, or -1: past `end`, padding, outside [0, E) or masked.
+  // The id is read whenever j < end (j < T*k: inside the view), so that the read does not
+  // wait for the device row count.
   HY4_DEVICE int expert_of(uint32_t j, uint32_t end) const {
-    if (j >= end || j >= n_real) return -1;
+    if (j >= end) return -1;
     const uint32_t t = j / k;
     const int32_t id = ids[static_cast<int64_t>(t) * ids_stride + (j - t * k)];
-    return id >= 0 && id < experts && !expert_masked(mask, id) ? id : -1;
+    return j < n_real && id >= 0 && id < experts && !expert_masked(mask, id) ? id : -1;
   }
 };
 
@@ -210,11 +212,17 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
     if (one_kernel) {
       total = acc;
     } else {
-#pragma unroll 8
-      for (int cc = 0; cc < chunks; ++cc) {
-        const int32_t v = counts_ce[static_cast<int64_t>(cc) * experts + e];
-        before += cc < c ? v : 0;
-        total += v;
+      constexpr int kInFlight = 16;  // count reads in flight per thread (the large-T path's bound)
+      for (int c0 = 0; c0 < chunks; c0 += kInFlight) {
+        int32_t v[kInFlight];
+#pragma unroll
+        for (int u = 0; u < kInFlight; ++u)
+          v[u] = c0 + u < chunks ? counts_ce[static_cast<int64_t>(c0 + u) * experts + e] : 0;
+#pragma unroll
+        for (int u = 0; u < kInFlight; ++u) {
+          before += c0 + u < c ? v[u] : 0;
+          total += v[u];
+        }
       }
     }
   }
@@ -241,6 +249,10 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
   const int row = warp * experts;
   for (uint32_t base = a; base < b; base += static_cast<uint32_t>(ws)) {
     const uint32_t j = base + lane;
+    const uint32_t t = j / static_cast<uint32_t>(k);
+    const int s = static_cast<int>(j - t * static_cast<uint32_t>(k));
+    // the weight is read with the id (j < b: inside the view), before it is known to be needed
+    const float wt = j < b ? weights[static_cast<int64_t>(t) * weights_stride + s] : 0.0f;
     const int x = r.expert_of(j, b);
     const uint64_t m = same_expert_lanes(x, r.bits);
     const int leader = x >= 0 ? dev::lowest_lane(m) : lane;
@@ -249,11 +261,9 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
     if (x >= 0) {
       if (lane == leader) hist[row + x] = start + __builtin_popcountll(m);
       if (j >= w0 && j < w1) {
-        const uint32_t t = j / static_cast<uint32_t>(k);
-        const int s = static_cast<int>(j - t * static_cast<uint32_t>(k));
         const int32_t at = seg_base[x] + start + __builtin_popcountll(m & below);
         sorted_ids[at] = (s << 24) | static_cast<int32_t>(t);
-        sorted_weights[at] = weights[static_cast<int64_t>(t) * weights_stride + s];
+        sorted_weights[at] = wt;
       }
     }
     dev::sync_warp();

@@ -21,6 +21,10 @@
 
 namespace hy4 {
 
+// Which kernel runs a plan: the plan's choice from T (Auto), or one of the two pinned
+// (tests and benchmarks cross-check both on the same cases).
+enum class TopkPath { Auto = 0, WarpPerRow = 1, BlockPerRow = 2 };
+
 struct TopkArgs {
   MatrixView logits;               // [T, E] fp32 or bf16, row-strided
   const float* bias = nullptr;     // [E] fp32 (device)
@@ -30,6 +34,7 @@ struct TopkArgs {
   const int32_t* num_rows = nullptr;  // optional device row count
   MatrixView weights;              // [T, k] fp32, own row stride
   MatrixView ids;                  // [T, k] int32, own row stride
+  TopkPath path = TopkPath::Auto;
 };
 
 class TopkPlan {
@@ -41,6 +46,16 @@ class TopkPlan {
   static constexpr int kBlockThreads = 256;  // 8 warps of 32 or 4 wavefronts of 64: a warp per row
   static constexpr int64_t kMaxGrid = 65535;  // blocks; rows past grid x warps-per-block are reached by the grid-stride loop
   static constexpr int kSmallE = 256;          // E <= kSmallE: 8 slots per lane, else 16
+  // Auto: a block per row at T <= kBlockPerRowMaxRows (decode: the row's chain is split
+  // over E threads), a warp per row above (throughput).
+  static constexpr int64_t kBlockPerRowMaxRows = 1024;
+  // Block per row: threads = the power of two >= E, at least 64, at most 512.
+  static constexpr int row_block_threads(int64_t experts) {
+    int n = 64;
+    while (n < experts && n < 512) n *= 2;
+    return n;
+  }
+  bool block_per_row() const { return block_per_row_; }
 
   explicit TopkPlan(const TopkArgs& args);  // throws ArgumentError naming the argument
   void launch(hy4::rt::Stream stream) const;
@@ -49,6 +64,7 @@ class TopkPlan {
  private:
   TopkArgs args_;
   int64_t grid_ = 0;
+  bool block_per_row_ = false;
 };
 
 }  // namespace hy4

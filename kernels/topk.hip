@@ -16,6 +16,7 @@
 // per SIMD to overlap one warp's shuffle chain with others' loads.  (SGPR spills, which
 // the compiler sends to VGPR lanes, not memory, are reported but allowed.)
 // AMD budget: topk_kernel >= 4 waves/SIMD
+// AMD budget: topk_row_block_kernel >= 2 waves/SIMD
 #include <climits>
 
 #include "platform/hy4_numeric.h"
@@ -139,6 +140,106 @@ __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const voi
   }
 }
 
+
+// Block per row (decode): what one warp's chain did in k rounds, E threads do at once.
+//  - Thread e (blockDim = the power of two >= E, 64 .. 512) loads expert e's logit and
+//    bias and forms s and its rank key (threads past E hold key 0, below every real key).
+//  - Each warp sorts its keys descending by a bitonic network over the lanes (shfl_xor;
+//    log2(ws)(log2(ws)+1)/2 steps), s carried along; lanes below kk = min(k, ws) write
+//    the warp's best kk (key, s) to shared memory as candidates.  The k best of the row
+//    are among them (a warp's experts beyond its kk best lose to those kk).
+//  - Candidate i's rank = the candidates with a larger key (keys are unique: the id is in
+//    them), counted by P adjacent threads (P a power of two: nt / candidates) and summed
+//    by shuffles; rank < k writes (key, s) to rank slot.
+//  - Warp 0: lane r < k takes rank r; every lane sums the k s values in rank order (the
+//    bit model's order), lane r writes weight and id r.
+// Bounded by the load, the bitonic chain (15 steps at warp 32, 21 at 64) and three
+// barriers per row; rows past the grid cap are reached by a grid-stride loop.
+constexpr int kMaxCandidates = 512;  // 16 warps x 32 (k <= 32, warps <= 512 / 32)
+
+__global__ void HY4_LAUNCH_BOUNDS(512) topk_row_block_kernel(const void* logits, int logits_bf16, int64_t logits_stride, const float* bias,
+                            int64_t rows, int experts, int k, int renormalize, float rsf, const int32_t* num_rows,
+                            float* weights, int64_t weights_stride, int32_t* ids, int64_t ids_stride) {
+  const int nt = static_cast<int>(blockDim.x), tid = static_cast<int>(threadIdx.x);
+  const int ws = dev::warp_size(), lane = dev::lane_id(), warp = tid / ws, warps = nt / ws;
+  const int kk = k < ws ? k : ws;
+  const int nc = warps * kk;  // candidates
+  int parts = 1;              // threads per candidate: a power of two, at most nt / nc and ws
+  while (parts * 2 * nc <= nt && parts * 2 <= ws) parts *= 2;
+  HY4_SHARED_UPTO(uint64_t, cand_key, kMaxCandidates, nc);
+  HY4_SHARED_UPTO(float, cand_s, kMaxCandidates, nc);
+  HY4_SHARED_UPTO(uint64_t, rank_key_of, TopkPlan::kMaxK, k);
+  HY4_SHARED_UPTO(float, rank_s, TopkPlan::kMaxK, k);
+  int64_t real_rows = rows;
+  if (num_rows) {
+    const int32_t v = *num_rows;
+    real_rows = v < 0 ? 0 : (v < rows ? v : rows);
+  }
+  const float neg_inf = f32_from_bits(0xff800000u);
+  for (int64_t t = blockIdx.x; t < rows; t += gridDim.x) {
+    float* w_row = weights + t * weights_stride;
+    int32_t* id_row = ids + t * ids_stride;
+    if (t >= real_rows) {  // graph-padded row
+      if (tid < k) {
+        w_row[tid] = 0.0f;
+        id_row[tid] = -1;
+      }
+      continue;
+    }
+    const int e = tid;
+    uint64_t key = 0;
+    float sv = 0.0f;
+    if (e < experts) {
+      const float x = logits_bf16 ? bf16_to_f32(static_cast<const uint16_t*>(logits)[t * logits_stride + e])
+                                  : static_cast<const float*>(logits)[t * logits_stride + e];
+      sv = sigmoid_f32(x);
+      const float cv = sv + bias[e];
+      key = rank_key(is_nan_f32(cv) ? neg_inf : cv, e);  // NaN chooses like -inf
+    }
+    for (int size = 2; size <= ws; size *= 2)  // bitonic, descending over the lanes
+      for (int stride = size / 2; stride > 0; stride /= 2) {
+        const uint64_t pk = dev::shfl_xor(key, stride);
+        const float ps = dev::shfl_xor(sv, stride);
+        const bool keep_max = ((lane & stride) == 0) == ((lane & size) == 0);
+        if (keep_max ? pk > key : pk < key) {
+          key = pk;
+          sv = ps;
+        }
+      }
+    if (lane < kk) {
+      cand_key[warp * kk + lane] = key;
+      cand_s[warp * kk + lane] = sv;
+    }
+    dev::sync_block();
+    const int i = tid / parts, part = tid % parts;
+    int rank = 0;
+    uint64_t mine = 0;
+    if (i < nc) {
+      mine = cand_key[i];
+      for (int j = part; j < nc; j += parts) rank += static_cast<uint64_t>(cand_key[j]) > mine ? 1 : 0;
+    }
+    for (int m = 1; m < parts; m *= 2) rank += dev::shfl_xor(rank, m);
+    if (i < nc && part == 0 && rank < k) {
+      rank_key_of[rank] = mine;
+      rank_s[rank] = cand_s[i];
+    }
+    dev::sync_block();
+    if (warp == 0) {
+      float sum = rank_s[0];  // in rank order: the same fp32 additions as the bit model
+      for (int r = 1; r < k; ++r) sum = sum + rank_s[r];
+      float scale = rsf;
+      if (renormalize) scale = rsf / (sum < 1e-20f ? 1e-20f : sum);
+      if (lane < k) {
+        float w = rank_s[lane] * scale;
+        if (is_nan_f32(w)) w = f32_from_bits(0x7fc00000u);  // canonical NaN
+        w_row[lane] = w;
+        id_row[lane] = key_id(rank_key_of[lane]);
+      }
+    }
+    dev::sync_block();  // the shared candidates are rewritten by the next row
+  }
+}
+
 }  // namespace
 
 void TopkPlan::launch(hy4::rt::Stream stream) const {
@@ -150,7 +251,15 @@ void TopkPlan::launch(hy4::rt::Stream stream) const {
              args_.renormalize ? 1 : 0, args_.routed_scaling_factor, args_.num_rows,                            \
              static_cast<float*>(args_.weights.data), args_.weights.row_stride,                                 \
              static_cast<int32_t*>(args_.ids.data), args_.ids.row_stride)
-  if (args_.logits.cols <= kSmallE)
+  if (block_per_row_)
+    HY4_LAUNCH(topk_row_block_kernel, dim3(static_cast<unsigned>(grid_)),
+               dim3(static_cast<unsigned>(row_block_threads(args_.logits.cols))), stream,
+               static_cast<const void*>(args_.logits.data), args_.logits.dtype == DType::BF16 ? 1 : 0,
+               args_.logits.row_stride, args_.bias, args_.logits.rows, static_cast<int>(args_.logits.cols), args_.k,
+               args_.renormalize ? 1 : 0, args_.routed_scaling_factor, args_.num_rows,
+               static_cast<float*>(args_.weights.data), args_.weights.row_stride,
+               static_cast<int32_t*>(args_.ids.data), args_.ids.row_stride);
+  else if (args_.logits.cols <= kSmallE)
     HY4_TOPK_LAUNCH(topk_kernel<8>);
   else
     HY4_TOPK_LAUNCH(topk_kernel<16>);

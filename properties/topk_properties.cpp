@@ -187,9 +187,11 @@ TEST(TopkExact, RowsPastTheDeviceCountGetMinusOneAndZero) {
 TEST(TopkProperties, MatchesBitModelAndFloat64) {
   HY4_REQUIRE_DEVICE();
   EXPECT_TRUE(rc::check("topk == bit model bitwise; float64 choice and weights within bounds", [] {
-    const auto shape = *gen_topk_shape(12);
+    auto shape = *gen_topk_shape(12);
+    shape.path = *rc::gen::inRange(0, 3);  // auto | warp per row | block per row
     const auto seed = *rc::gen::arbitrary<uint64_t>();
     const TopkCase c = make_topk_case(seed, shape);
+    RC_CLASSIFY(shape.path == 1 ? "warp per row" : shape.path == 2 ? "block per row" : "auto");
     RC_CLASSIFY(shape.values == TopkValues::Ties || shape.values == TopkValues::UlpApart, "tie-heavy");
     RC_CLASSIFY(shape.bf16, "bf16");
     const auto r = topk_case_passes(c, "topk.MatchesBitModelAndFloat64");
@@ -207,7 +209,10 @@ TEST(TopkProperties, HyV4ShapeE256K8) {
       sh.values = v;
       sh.weights_pad = 1;
       sh.ids_pad = 2;
-      EXPECT_TRUE(topk_case_passes(make_topk_case(seed, sh), "topk.HyV4." + std::to_string(seed)));
+      for (int path : {1, 2}) {
+        sh.path = path;
+        EXPECT_TRUE(topk_case_passes(make_topk_case(seed, sh), "topk.HyV4." + std::to_string(seed) + ".path" + std::to_string(path)));
+      }
     }
 }
 
@@ -221,8 +226,11 @@ TEST(TopkProperties, EveryKForEveryEdgeE) {
       sh.k = k;
       sh.bf16 = (E + k) % 2 == 0;
       sh.values = TopkValues::Mixed;
-      EXPECT_TRUE(topk_case_passes(make_topk_case(E * 100 + k, sh),
-                                   "topk.EveryK.E" + std::to_string(E) + "k" + std::to_string(k)));
+      for (int path : {1, 2}) {
+        sh.path = path;
+        EXPECT_TRUE(topk_case_passes(make_topk_case(E * 100 + k, sh), "topk.EveryK.E" + std::to_string(E) + "k" +
+                                                                          std::to_string(k) + ".path" + std::to_string(path)));
+      }
     }
 }
 
@@ -240,8 +248,11 @@ TEST(TopkProperties, EverySlotSplitBothSides) {
       sh.has_num_rows = true;
       sh.num_rows = 4;
       sh.values = TopkValues::Mixed;
-      EXPECT_TRUE(topk_case_passes(make_topk_case(E * 131 + k, sh),
-                                   "topk.EverySlotSplit.E" + std::to_string(E) + "k" + std::to_string(k)));
+      for (int path : {1, 2}) {
+        sh.path = path;
+        EXPECT_TRUE(topk_case_passes(make_topk_case(E * 131 + k, sh), "topk.EverySlotSplit.E" + std::to_string(E) + "k" +
+                                                                          std::to_string(k) + ".path" + std::to_string(path)));
+      }
     }
 }
 
@@ -260,6 +271,28 @@ TEST(TopkProperties, RowsPastTheGridCapAreWritten) {
     sh.has_num_rows = count;
     sh.num_rows = sh.T - 2;
     EXPECT_TRUE(topk_case_passes(make_topk_case(0x9c1 + count, sh), "topk.RowsPastTheGridCap"));
+  }
+}
+
+// Block per row: rows past its grid cap (kMaxGrid blocks, a row each) come from the
+// grid-stride loop; and the plan's choice on both sides of kBlockPerRowMaxRows.
+TEST(TopkProperties, BlockPerRowPastItsGridCapAndTheAutoSplit) {
+  HY4_REQUIRE_DEVICE();
+  TopkShape sh;
+  sh.T = TopkPlan::kMaxGrid + 3;
+  sh.E = 1;
+  sh.k = 1;
+  sh.path = 2;
+  sh.has_num_rows = true;
+  sh.num_rows = sh.T - 1;
+  EXPECT_TRUE(topk_case_passes(make_topk_case(0x9c7, sh), "topk.BlockPerRowPastTheGridCap"));
+  for (int64_t T : {TopkPlan::kBlockPerRowMaxRows, TopkPlan::kBlockPerRowMaxRows + 1}) {
+    TopkShape a;
+    a.T = T;
+    a.E = 33;
+    a.k = 5;
+    a.values = TopkValues::Mixed;
+    EXPECT_TRUE(topk_case_passes(make_topk_case(0x5a + T, a), "topk.AutoSplit.T" + std::to_string(T)));
   }
 }
 
@@ -291,7 +324,7 @@ TEST(TopkArguments, EveryBadArgumentClassIsRefusedWithItsName) {
   HY4_REQUIRE_DEVICE();
   int classes = 0;
   const auto failures = topk_bad_argument_failures(&classes);
-  EXPECT_GE(classes, 22);
+  EXPECT_GE(classes, 23);
   for (const auto& f : failures) ADD_FAILURE() << f;
 }
 
