@@ -15,8 +15,10 @@
 //    its expert's segment offset + the entries of that expert in earlier chunks + in earlier
 //    warps of the block + in earlier groups of the warp + in the group below its lane.
 //  - Thread e of the block (blockDim = power of two >= E, 64 .. 512): the exclusive sums
-//    over the warps' rows, the expert's total and padded size; two block scans (padded
-//    sizes -> segment ends; unmasked flags -> local ids).
+//    over the rows of the warps that had entries (only those rows are zeroed and read),
+//    the expert's total and padded size; one block scan (shuffles within warps, then the
+//    warps' totals) of both padded sizes (-> segment ends) and unmasked flags (-> local
+//    ids), packed in 64 bits.
 //  - Every block also writes its share of the padding: a warp per expert of the block's
 //    share of the experts writes the slots past the expert's entries ((k << 24) | T, +0)
 //    and the expert's expert_of_block entries, lanes striding (coalesced); the block's
@@ -25,20 +27,25 @@
 // Two paths, chosen by the plan from T*k (not from the device row count, so a captured
 // graph stays right for any count):
 //  1. T*k <= kSingleMaxEntries (2048, decode): ONE kernel, routing_sort_kernel with no
-//     count matrix.  Every block of fill_blocks() (a block per 4096 slots, at most 64)
-//     ranks all entries itself (at most 2048, a few groups per warp; the ids are 8 KiB of
-//     L2) and writes the entries of its share of j plus its share of the padding, so one
-//     graph node does all of it.
-//  2. Otherwise TWO kernels over chunks of chunk_tokens(T) tokens (256 until the cap of 64
+//     count matrix.  Every block of fill_blocks() (a block per 1024 slots, at most 128:
+//     16 at HY V4's E = 256, block 64, T = 1) ranks all entries itself (at most 2048, a few
+//     groups per warp; the ids are 8 KiB of L2) and writes the entries of its share of j
+//     plus its share of the padding, so one graph node does all of it.
+//  2. Otherwise TWO kernels over chunks of chunk_tokens(T) tokens (64 until the cap of 64
 //     chunks, then longer): routing_count_kernel writes count[c][e] for its chunk (and
-//     zero-fills moe_out rows); routing_sort_kernel's block c sums count[.][e] over all
-//     chunks (its expert's total) and over chunks below c (its chunk's start), then ranks
-//     and writes its own chunk's entries and its share of the padding.
-// Bounded by: at decode the launch and one L2 round trip per phase; at large T the reads
-// of the count matrix (C x E int32 per block, 64 KiB at C = 64, E = 256) and the slot
-// writes (8 bytes per slot of max_padded).
-// AMD budget: 40 KiB of LDS per block (16 warp rows x 512 experts + 4 x 512) allows one
-// block per CU on gfx942; the kernels are latency bound, one wave per SIMD is their need.
+//     zero-fills moe_out rows); routing_sort_kernel (max(chunks, fill_blocks) blocks)
+//     block c sums count[.][e] over all chunks (its expert's total) and over chunks below
+//     c (its chunk's start), 16 reads in flight, then ranks and writes chunk c's entries
+//     (blocks past the chunks rank nothing) and its share of the padding.
+// The ids and weights are read before the device row count is known (every j < T*k is
+// inside the views), so the row count, id and weight reads overlap.  Shares of the
+// padding are made on the host (no 64-bit division on the device).
+// Bounded by (H200, ncu): the dependent chain of a few hundred instructions per warp at
+// 8 warps per SM (decode: ~800 issued per warp, ~8 cycles each), and at large T the
+// count-matrix reads (C x E int32 per block) and the slot writes (8 bytes per slot).
+// AMD budget: 40 KiB of LDS per block (16 warp rows x 512 experts + 4 x 512) allows two
+// sort blocks per CU on gfx942 (2 waves/SIMD, LDS-bound); the kernels are latency bound,
+// one wave per SIMD is their need.
 // AMD budget: routing_count_kernel >= 1 waves/SIMD
 // AMD budget: routing_sort_kernel >= 1 waves/SIMD
 #include <algorithm>
@@ -90,12 +97,14 @@ HY4_DEVICE inline uint64_t same_expert_lanes(int e, int bits) {
 }
 
 // Warp w's run of the block's entries [r0, r1): a multiple of warpSize per warp, in order.
-HY4_DEVICE inline void warp_run(uint32_t r0, uint32_t r1, int warps, int warp, int ws, uint32_t& a, uint32_t& b) {
+// Returns the warps whose run is not empty (the only histogram rows used).
+HY4_DEVICE inline int warp_run(uint32_t r0, uint32_t r1, int warps, int warp, int ws, uint32_t& a, uint32_t& b) {
   const uint32_t len = r1 - r0, per_warp = (len + warps - 1) / warps;
   const uint32_t per = (per_warp + ws - 1) / ws * ws;
   const uint64_t a64 = r0 + static_cast<uint64_t>(per) * warp;
   a = a64 < r1 ? static_cast<uint32_t>(a64) : r1;
   b = a + per < r1 && a + per >= a ? a + per : r1;
+  return len == 0 ? 0 : static_cast<int>((len + per - 1) / per);
 }
 
 // Counts the warp's run [a, b) into hist[row + e] (zeroed before).
@@ -122,15 +131,15 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
   const EntryReader r{ids, ids_stride, static_cast<uint32_t>(k), experts, mask,
                       static_cast<uint32_t>(real_rows_of(num_rows, rows) * k), bits};
   const int64_t n = rows * k, r0 = c * chunk_tokens * k, r1 = r0 + chunk_tokens * k < n ? r0 + chunk_tokens * k : n;
-  for (int i = tid; i < warps * experts; i += nt) hist[i] = 0;
-  dev::sync_block();
   uint32_t a, b;
-  warp_run(static_cast<uint32_t>(r0), static_cast<uint32_t>(r1), warps, warp, ws, a, b);
+  const int active = warp_run(static_cast<uint32_t>(r0), static_cast<uint32_t>(r1), warps, warp, ws, a, b);
+  for (int i = tid; i < active * experts; i += nt) hist[i] = 0;
+  dev::sync_block();
   count_run(r, a, b, hist, warp * experts);
   dev::sync_block();
   if (tid < experts) {
     int32_t total = 0;
-    for (int w = 0; w < warps; ++w) total += hist[w * experts + tid];
+    for (int w = 0; w < active; ++w) total += hist[w * experts + tid];
     counts_ce[static_cast<int64_t>(c) * experts + tid] = total;
   }
   if (moe_out)
@@ -192,10 +201,10 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
     r0 = c < chunks && b0 < n ? static_cast<uint32_t>(b0) : n;
     r1 = c < chunks && b0 + chunk_tokens * k < n ? static_cast<uint32_t>(b0 + chunk_tokens * k) : n;
   }
-  for (int i = tid; i < warps * experts; i += nt) hist[i] = 0;
-  dev::sync_block();
   uint32_t a, b;
-  warp_run(r0, r1, warps, warp, ws, a, b);
+  const int active = warp_run(r0, r1, warps, warp, ws, a, b);  // warps with entries: the rows used
+  for (int i = tid; i < active * experts; i += nt) hist[i] = 0;
+  dev::sync_block();
   count_run(r, a, b, hist, warp * experts);
   dev::sync_block();
 
@@ -204,7 +213,7 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
   int32_t total = 0, before = 0;
   if (e < experts) {
     int32_t acc = 0;
-    for (int w = 0; w < warps; ++w) {
+    for (int w = 0; w < active; ++w) {
       const int32_t v = hist[w * experts + e];
       hist[w * experts + e] = acc;
       acc += v;
@@ -282,15 +291,15 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
     const int32_t local = seg_local[x] - 1;
     for (int32_t q = first / block_size + lane; q < last / block_size; q += ws) expert_of_block[q] = local;
   }
-  const int64_t p0 = static_cast<int64_t>(c) * share.slots;
-  const int64_t p1 = p0 + share.slots < max_padded ? p0 + share.slots : max_padded;
-  for (int64_t p = (p0 > used ? p0 : used) + tid; p < p1; p += nt) {
+  // (slot and block indices fit 32 bits: max_padded < 2^24 * 32 + 512 * 1024)
+  const int32_t p0 = c * share.slots, p1 = max_padded - p0 > share.slots ? p0 + share.slots : max_padded;
+  for (int32_t p = (p0 > used ? p0 : used) + tid; p < p1; p += nt) {
     sorted_ids[p] = pad_id;
     sorted_weights[p] = 0.0f;
   }
-  const int64_t q0 = static_cast<int64_t>(c) * share.blocks, used_blocks = used / block_size;
-  const int64_t q1 = q0 + share.blocks < num_blocks ? q0 + share.blocks : num_blocks;
-  for (int64_t q = (q0 > used_blocks ? q0 : used_blocks) + tid; q < q1; q += nt) expert_of_block[q] = -1;
+  const int32_t q0 = c * share.blocks, used_blocks = used / block_size;
+  const int32_t q1 = num_blocks - q0 > share.blocks ? q0 + share.blocks : num_blocks;
+  for (int32_t q = (q0 > used_blocks ? q0 : used_blocks) + tid; q < q1; q += nt) expert_of_block[q] = -1;
   if (c == 0 && tid == 0) {
     counts[0] = used;
     counts[1] = static_cast<int32_t>(real);

@@ -1,7 +1,9 @@
 // topk.hip: the biased sigmoid top-k router, one source for HIP, CUDA and the CPU
 // executor (see topk.h for the contract).
 //
-// One warp per row, no shared memory.  Lane l owns experts l, l + warpSize, ... and
+// Two kernels: topk_row_block_kernel (a block per row, T <= kBlockPerRowMaxRows: its
+// design is written above it, below) and topk_kernel, described here.
+// topk_kernel: one warp per row, no shared memory.  Lane l owns experts l, l + warpSize, ... and
 // keeps, in registers (kPerLane slots, fully unrolled: no dynamic register indexing,
 // no scratch), each expert's s and its rank key: a 64-bit integer that orders
 // (c desc, id asc) exactly as the bit model does (c's bits mapped to an unsigned order,
@@ -16,6 +18,8 @@
 // per SIMD to overlap one warp's shuffle chain with others' loads.  (SGPR spills, which
 // the compiler sends to VGPR lanes, not memory, are reported but allowed.)
 // AMD budget: topk_kernel >= 4 waves/SIMD
+// AMD budget: topk_row_block_kernel (7 waves/SIMD now, SGPR-bound) is latency bound per row
+// and needs 2 blocks per CU in flight at decode batch sizes.
 // AMD budget: topk_row_block_kernel >= 2 waves/SIMD
 #include <climits>
 
