@@ -112,7 +112,9 @@ SinkCase make_sink_case(uint64_t seed, const SinkShape& shape) {
 //   heads per block G     2*256 / units clamped to [1, min(H, 32)]: D from 1 to 1024 moves G
 //                         over 1 .. 32; H % G != 0 gives a short last group
 //   units per thread      G*units > 256 | <= 256 (the block's unit loop runs once or more)
-//   grid cap              SinkPlan::kMaxGrid tokens: RowsPastTheGridCap in the properties
+//   tokens per block P    1 below 4096 tokens, then T / 2048 up to 4; T % P != 0 leaves a
+//                         short last set: EveryTokensPerBlockSplitBothSides
+//   grid cap              SinkPlan::kMaxGrid blocks of P tokens: RowsPastTheGridCap
 //   empty | active row    kv length 0 | > 0, +-inf lse, NaN lse, -inf / +inf / NaN sink
 //   out dtype             bf16 | fp32
 SinkCase random_sink_case(uint64_t seed, int64_t max_T) {

@@ -5,10 +5,10 @@
 // rank among the entries of its expert from ballots, so results are the same bits
 // whatever the warp size, the block order or the scheduling.  Work is O(T*k + E) per
 // block, not O(E * T*k).
-//  - A warp walks a contiguous run of entries j = t*k + s, warpSize at a time.  Its lanes
-//    find the other lanes holding the same expert with one ballot per bit of the expert id
-//    (ceil(log2 E) + 1 ballots: E = 256 takes 9); the lowest such lane is the group's
-//    leader.  Counting: the leader adds the group's size to the warp's histogram row in
+//  - A warp walks a contiguous run of entries j = t*k + s, warpSize at a time ((t, s)
+//    stepped without a division).  Its lanes find the other lanes holding the same expert
+//    with dev::match_any (CUDA: one match instruction; elsewhere one ballot per bit of
+//    expert + 1: E = 256 takes 9); the lowest such lane is the group's leader.  Counting: the leader adds the group's size to the warp's histogram row in
 //    shared memory.  Ranking: the leader reads the row, broadcasts it, every lane adds the
 //    group lanes below it, the leader adds the group size.  sync_warp between groups.
 //  - A block splits its entries into one run per warp (in order), so an entry's place is:
@@ -38,7 +38,8 @@
 //     c (its chunk's start), 16 reads in flight, then ranks and writes chunk c's entries
 //     (blocks past the chunks rank nothing) and its share of the padding.
 // The ids and weights are read before the device row count is known (every j < T*k is
-// inside the views), so the row count, id and weight reads overlap.  Shares of the
+// inside the views), four groups at a time (kGroupsAhead), so the row count, id and
+// weight reads overlap; every count-matrix read of a sort thread is in flight at once.  Shares of the
 // padding are made on the host (no 64-bit division on the device).
 // Bounded by (H200, ncu): the dependent chain of a few hundred instructions per warp at
 // 8 warps per SM (decode: ~800 issued per warp, ~8 cycles each), and at large T the
@@ -72,29 +73,39 @@ struct EntryReader {
   int experts;
   const int32_t* mask;
   uint32_t n_real;  // real rows * k: entries past it are graph padding
-  int bits;         // ballots per expert id: bits of experts - 1
-  // The (global) expert of entry j, or -1: past `end`, padding, outside [0, E) or masked.
-  // The id is read whenever j < end (j < T*k: inside the view), so that the read does not
-  // wait for the device row count.
-  HY4_DEVICE int expert_of(uint32_t j, uint32_t end) const {
-    if (j >= end) return -1;
-    const uint32_t t = j / k;
-    const int32_t id = ids[static_cast<int64_t>(t) * ids_stride + (j - t * k)];
+  int bits;         // match_any bits: expert + 1 (-1 -> 0) is below 2^bits
+  // The (global) expert of entry j = t*k + s, or -1: past `end`, padding, outside [0, E)
+  // or masked.  The id is read whenever j < end (j < T*k: inside the view), so that the
+  // read does not wait for the device row count.
+  HY4_DEVICE int32_t raw_id(uint32_t j, uint32_t t, uint32_t s, uint32_t end) const {
+    return j < end ? ids[static_cast<int64_t>(t) * ids_stride + s] : -1;
+  }
+  HY4_DEVICE int expert_of(uint32_t j, int32_t id) const {
     return j < n_real && id >= 0 && id < experts && !expert_masked(mask, id) ? id : -1;
   }
+  // The valid lanes holding the same expert as mine (meaningless for e < 0).
+  HY4_DEVICE uint64_t same_expert_lanes(int e) const { return dev::match_any(static_cast<uint32_t>(e + 1), bits); }
 };
 
-// The lanes of the warp whose expert equals mine (me included; meaningless for e < 0).
-HY4_DEVICE inline uint64_t same_expert_lanes(int e, int bits) {
-  const bool valid = e >= 0;
-  uint64_t m = dev::ballot(valid);
-  for (int b = 0; b < bits; ++b) {
-    const bool bit = valid && ((e >> b) & 1) != 0;
-    const uint64_t v = dev::ballot(bit);
-    m &= bit ? v : ~v;
+// A lane's entry j = base + lane as (t, s), advanced by warpSize entries per step without
+// a division (dt = ws / k, ds = ws % k).
+struct EntryCursor {
+  uint32_t t, s, dt, ds, k;
+  HY4_DEVICE EntryCursor(uint32_t j, uint32_t k_, uint32_t ws) : k(k_) {
+    t = j / k;
+    s = j - t * k;
+    dt = ws / k;
+    ds = ws - dt * k;
   }
-  return m;
-}
+  HY4_DEVICE void step() {
+    t += dt;
+    s += ds;
+    if (s >= k) {
+      s -= k;
+      ++t;
+    }
+  }
+};
 
 // Warp w's run of the block's entries [r0, r1): a multiple of warpSize per warp, in order.
 // Returns the warps whose run is not empty (the only histogram rows used).
@@ -107,16 +118,27 @@ HY4_DEVICE inline int warp_run(uint32_t r0, uint32_t r1, int warps, int warp, in
   return len == 0 ? 0 : static_cast<int>((len + per - 1) / per);
 }
 
+// Groups of warpSize entries whose reads (ids; weights when ranking) are issued together.
+constexpr int kGroupsAhead = 4;
+
 // Counts the warp's run [a, b) into hist[row + e] (zeroed before).
 template <class Shared>
 HY4_DEVICE void count_run(const EntryReader& r, uint32_t a, uint32_t b, Shared hist, int row) {
   const int ws = dev::warp_size();
   const int lane = dev::lane_id();
-  for (uint32_t base = a; base < b; base += static_cast<uint32_t>(ws)) {
-    const int e = r.expert_of(base + lane, b);
-    const uint64_t m = same_expert_lanes(e, r.bits);
-    if (e >= 0 && lane == dev::lowest_lane(m)) hist[row + e] += __builtin_popcountll(m);
-    dev::sync_warp();
+  EntryCursor at(a + lane, r.k, static_cast<uint32_t>(ws));
+  for (uint32_t base = a; base < b; base += static_cast<uint32_t>(ws * kGroupsAhead)) {
+    int32_t id[kGroupsAhead];  // the ids of kGroupsAhead groups in flight together
+#pragma unroll
+    for (int u = 0; u < kGroupsAhead; ++u, at.step()) id[u] = r.raw_id(base + u * ws + lane, at.t, at.s, b);
+#pragma unroll
+    for (int u = 0; u < kGroupsAhead; ++u) {
+      if (base + u * ws >= b) break;  // warp-uniform
+      const int e = r.expert_of(base + u * ws + lane, id[u]);
+      const uint64_t m = r.same_expert_lanes(e);
+      if (e >= 0 && lane == dev::lowest_lane(m)) hist[row + e] += __builtin_popcountll(m);
+      dev::sync_warp();
+    }
   }
 }
 
@@ -221,7 +243,7 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
     if (one_kernel) {
       total = acc;
     } else {
-      constexpr int kInFlight = 16;  // count reads in flight per thread (the large-T path's bound)
+      constexpr int kInFlight = RoutingPlan::kMaxChunks;  // every count read in flight at once (the large-T bound)
       for (int c0 = 0; c0 < chunks; c0 += kInFlight) {
         int32_t v[kInFlight];
 #pragma unroll
@@ -256,26 +278,37 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
   }
   const uint64_t below = (uint64_t{1} << lane) - 1;  // lane < 64
   const int row = warp * experts;
-  for (uint32_t base = a; base < b; base += static_cast<uint32_t>(ws)) {
-    const uint32_t j = base + lane;
-    const uint32_t t = j / static_cast<uint32_t>(k);
-    const int s = static_cast<int>(j - t * static_cast<uint32_t>(k));
-    // the weight is read with the id (j < b: inside the view), before it is known to be needed
-    const float wt = j < b ? weights[static_cast<int64_t>(t) * weights_stride + s] : 0.0f;
-    const int x = r.expert_of(j, b);
-    const uint64_t m = same_expert_lanes(x, r.bits);
-    const int leader = x >= 0 ? dev::lowest_lane(m) : lane;
-    int32_t start = x >= 0 && lane == leader ? static_cast<int32_t>(hist[row + x]) : 0;
-    start = dev::shfl_idx(start, leader);
-    if (x >= 0) {
-      if (lane == leader) hist[row + x] = start + __builtin_popcountll(m);
-      if (j >= w0 && j < w1) {
-        const int32_t at = seg_base[x] + start + __builtin_popcountll(m & below);
-        sorted_ids[at] = (s << 24) | static_cast<int32_t>(t);
-        sorted_weights[at] = wt;
-      }
+  EntryCursor at(a + lane, r.k, static_cast<uint32_t>(ws));
+  for (uint32_t base = a; base < b; base += static_cast<uint32_t>(ws * kGroupsAhead)) {
+    int32_t id[kGroupsAhead];
+    uint32_t ts[kGroupsAhead];  // (t << 5) | s
+    float wt[kGroupsAhead];     // read with the id (j < b: inside the view), before it is known to be needed
+#pragma unroll
+    for (int u = 0; u < kGroupsAhead; ++u, at.step()) {
+      const uint32_t j = base + u * ws + lane;
+      id[u] = r.raw_id(j, at.t, at.s, b);
+      wt[u] = j < b ? weights[static_cast<int64_t>(at.t) * weights_stride + at.s] : 0.0f;
+      ts[u] = (at.t << 5) | at.s;
     }
-    dev::sync_warp();
+#pragma unroll
+    for (int u = 0; u < kGroupsAhead; ++u) {
+      if (base + u * ws >= b) break;  // warp-uniform
+      const uint32_t j = base + u * ws + lane;
+      const int x = r.expert_of(j, id[u]);
+      const uint64_t m = r.same_expert_lanes(x);
+      const int leader = x >= 0 ? dev::lowest_lane(m) : lane;
+      int32_t start = x >= 0 && lane == leader ? static_cast<int32_t>(hist[row + x]) : 0;
+      start = dev::shfl_idx(start, leader);
+      if (x >= 0) {
+        if (lane == leader) hist[row + x] = start + __builtin_popcountll(m);
+        if (j >= w0 && j < w1) {
+          const int32_t pos = seg_base[x] + start + __builtin_popcountll(m & below);
+          sorted_ids[pos] = static_cast<int32_t>(((ts[u] & 31u) << 24) | (ts[u] >> 5));
+          sorted_weights[pos] = wt[u];
+        }
+      }
+      dev::sync_warp();
+    }
   }
 
   // This block's share of the padding: a warp per expert of its share of the experts
@@ -309,9 +342,10 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
       for (int64_t j = tid; j < hidden; j += nt) moe_out[t * moe_stride + j] = 0;
 }
 
+// Bits of expert + 1 for match_any (ids -1 .. E - 1 map to 0 .. E).
 int id_bits(int experts) {
   int bits = 0;
-  while ((1 << bits) < experts) ++bits;
+  while ((1 << bits) < experts + 1) ++bits;
   return bits;
 }
 

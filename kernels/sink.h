@@ -62,13 +62,21 @@ class SinkPlan {
   static constexpr int64_t kMaxGrid = 65535;   // token blocks; more tokens: grid-stride loop
   static constexpr int kBlockThreads = 256;
   static constexpr int kMaxGroupHeads = 32;    // heads one block serves (shared scale slots)
+  // Tokens per block: 1 up to 4095 tokens, then T / 2048 up to 4 (a block's scalar phase
+  // and loads cover several tokens at once where there are tokens enough to fill the GPU).
+  static constexpr int kMaxTokensPerBlock = 4;
+  static constexpr int64_t kTokensPerBlockStep = 2048;
+  static int tokens_per_block(int64_t T) {
+    const int64_t n = T / kTokensPerBlockStep;
+    return static_cast<int>(n < 1 ? 1 : (n > kMaxTokensPerBlock ? kMaxTokensPerBlock : n));
+  }
 
   explicit SinkPlan(const SinkArgs& args);  // throws ArgumentError naming the argument
   void launch(hy4::rt::Stream stream) const;
   const SinkArgs& args() const { return args_; }
   bool vector_path() const { return vector_; }
   int group_heads() const { return group_; }
-  int64_t grid_tokens() const { return grid_x_; }
+  int64_t grid_tokens() const { return grid_x_; }  // blocks along the tokens (each tokens_per_block tokens)
   int64_t grid_groups() const { return grid_y_; }
   // Whether the bucket policy allows an AITER layout (also used by the tests).
   static bool bucket_allowed(int padded_heads, AttnDType dtype, SinkTarget target);

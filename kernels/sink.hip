@@ -1,16 +1,21 @@
 // sink.hip: the grouped attention-sink kernel with empty-row repair, one source for
 // HIP, CUDA and the CPU executor (see sink.h for the contract).
 //
-// Design.  Grid: x = tokens (grid-stride past SinkPlan::kMaxGrid), y = groups of G
-// heads (the plan picks G so a block has about two units per thread: HY V4's 8 heads
-// x 512 bf16 = 512 16-byte vectors are one block of 256 threads per token).  Per token
-// a block does two phases: threads 0..G-1 each take one head, read kv_indptr, lse and
-// the sink, form sink_lse and the scale with the project's exp_f32 / log_f32, write
-// lse and leave (scale, active) in shared memory; after a barrier every thread scales
-// its units of out (16-byte vectors on the vector path, elements otherwise), writing
-// +0 for an empty row.  A second barrier guards the shared slots before the next
-// token.  The lse read and write of a head are one thread's, so there is no race.
-// Bounded by memory: out is read and written once; the scale costs ~40 flops per head.
+// Design.  Grid: x = sets of P tokens (P = tokens_per_block(T): 1 below 4096 tokens,
+// then T / 2048 up to 4; grid-stride past SinkPlan::kMaxGrid), y = groups of G heads
+// (the plan picks G so a block has about two units per thread and token: HY V4's 8
+// heads x 512 bf16 = 512 16-byte vectors per token, one block of 256 threads).  Per set
+// a block does two phases: threads 0..P*G-1 each take one (token, head), read
+// kv_indptr, lse and the sink, form sink_lse and the scale with the project's exp_f32 /
+// log_f32, write lse and leave (scale, active) in shared memory; after a barrier every
+// thread scales its units of the P tokens' rows (16-byte vectors on the vector path,
+// elements otherwise), writing +0 for an empty row.  A second barrier guards the shared
+// slots before the next set.  The lse read and write of a head are one thread's, so
+// there is no race.
+// Bounded by: at one token per block, each block's dependent chain (the scalar phase,
+// then the out read) with only as many blocks in flight as fit; P tokens per block
+// amortise the chain and put P times the loads in flight (large T).  Memory: out is
+// read and written once; the scale costs ~40 flops per head.
 // AMD budget: streaming like the gate, 4 waves/SIMD at least (it has 8; 256 B of LDS).
 // AMD budget: sink_kernel >= 4 waves/SIMD
 #include "platform/hy4_numeric.h"
@@ -58,18 +63,23 @@ HY4_DEVICE inline float scale_one(float o, float s) {
 template <class OutT, bool kVector>
 __global__ void HY4_LAUNCH_BOUNDS(SinkPlan::kBlockThreads)
     sink_kernel(OutT* out, int64_t out_ts, int64_t out_hs, float* lse, int64_t lse_ts, int64_t lse_hs,
-                const float* sinks, const int32_t* kv_indptr, int64_t tokens, int heads, int dim, int group) {
+                const float* sinks, const int32_t* kv_indptr, int64_t tokens, int heads, int dim, int group,
+                int per_block) {
   using Vec = dev::Vec<OutT, 16 / sizeof(OutT)>;
   constexpr int kVec = 16 / sizeof(OutT);
-  HY4_SHARED(float, scale_s, SinkPlan::kMaxGroupHeads);
-  HY4_SHARED(int, active_s, SinkPlan::kMaxGroupHeads);
+  HY4_SHARED(float, scale_s, SinkPlan::kMaxTokensPerBlock * SinkPlan::kMaxGroupHeads);
+  HY4_SHARED(int, active_s, SinkPlan::kMaxTokensPerBlock * SinkPlan::kMaxGroupHeads);
   const int h0 = static_cast<int>(blockIdx.y) * group;
   const int g_count = heads - h0 < group ? heads - h0 : group;
   const int units = kVector ? dim / kVec : dim;
   const int tid = static_cast<int>(threadIdx.x);
-  for (int64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
-    if (tid < g_count) {
-      const int h = h0 + tid;
+  for (int64_t t0 = static_cast<int64_t>(blockIdx.x) * per_block; t0 < tokens;
+       t0 += static_cast<int64_t>(gridDim.x) * per_block) {
+    const int n_tok = tokens - t0 < per_block ? static_cast<int>(tokens - t0) : per_block;
+    if (tid < n_tok * g_count) {  // (token, head) pair tid: at most 4 x 32 <= 256 threads
+      const int dt = tid / g_count, g = tid - dt * g_count;
+      const int64_t t = t0 + dt;
+      const int h = h0 + g;
       float* l = lse + t * lse_ts + h * lse_hs;
       float sink_lse, scale;
       const bool active = sink_scalars(kv_indptr[t], kv_indptr[t + 1], *l, sinks[h], &sink_lse, &scale);
@@ -78,11 +88,13 @@ __global__ void HY4_LAUNCH_BOUNDS(SinkPlan::kBlockThreads)
       active_s[tid] = active ? 1 : 0;
     }
     dev::sync_block();
-    for (int u = tid; u < g_count * units; u += static_cast<int>(blockDim.x)) {
-      const int g = u / units, i = u - g * units;
-      OutT* row = out + t * out_ts + static_cast<int64_t>(h0 + g) * out_hs;
-      const bool active = active_s[g] != 0;
-      const float s = scale_s[g];
+    const int row_units = g_count * units;
+    for (int u = tid; u < n_tok * row_units; u += static_cast<int>(blockDim.x)) {
+      const int dt = u / row_units, r = u - dt * row_units;
+      const int g = r / units, i = r - g * units;
+      OutT* row = out + (t0 + dt) * out_ts + static_cast<int64_t>(h0 + g) * out_hs;
+      const bool active = active_s[dt * g_count + g] != 0;
+      const float s = scale_s[dt * g_count + g];
       if (kVector) {
         Vec* p = reinterpret_cast<Vec*>(row) + i;
         Vec v;
@@ -114,7 +126,7 @@ void SinkPlan::launch(hy4::rt::Stream stream) const {
 #define HY4_SINK_LAUNCH(T, V)                                                                                 \
   HY4_LAUNCH((sink_kernel<T, V>), grid, block, stream, static_cast<T*>(a.out.data), a.out.token_stride,       \
              a.out.head_stride, lse, a.lse.token_stride, a.lse.head_stride, a.sinks, a.kv_indptr, a.out.tokens, \
-             static_cast<int>(a.out.heads), static_cast<int>(a.out.cols), group_)
+             static_cast<int>(a.out.heads), static_cast<int>(a.out.cols), group_, tokens_per_block(a.out.tokens))
   if (a.out.dtype == DType::BF16) {
     if (vector_) HY4_SINK_LAUNCH(uint16_t, true); else HY4_SINK_LAUNCH(uint16_t, false);
   } else {

@@ -89,7 +89,8 @@ SinkPlan::SinkPlan(const SinkArgs& a) : args_(a) {
             aligned(a.out.token_stride, T);
   const int64_t units = vector_ ? D / vec : D;
   group_ = static_cast<int>(std::clamp<int64_t>(2 * kBlockThreads / units, 1, std::min<int64_t>(H, kMaxGroupHeads)));
-  grid_x_ = std::min<int64_t>(T, kMaxGrid);
+  const int tb = tokens_per_block(T);
+  grid_x_ = std::min<int64_t>((T + tb - 1) / tb, kMaxGrid);
   grid_y_ = (H + group_ - 1) / group_;
 }
 

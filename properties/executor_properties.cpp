@@ -84,6 +84,10 @@ __global__ void block_order_kernel(int* counter, int* order) {
   if (threadIdx.x == 0) order[__atomic_fetch_add(counter, 1, __ATOMIC_SEQ_CST)] = static_cast<int>(blockIdx.x);
 }
 
+// Thread i writes out[i]: launched with more threads than out has elements, it writes
+// past the end of the buffer.
+__global__ void write_index_kernel(int* out) { out[threadIdx.x] = static_cast<int>(threadIdx.x); }
+
 template <class F>
 std::string fault_of(F&& f) {
   try {
@@ -160,6 +164,19 @@ TEST_P(Executor, SharedIndexPastTheEndIsReported) {
   const std::string f =
       fault_of([&] { HY4_LAUNCH(shared_out_of_range_kernel, dim3(1), dim3(64), s.get(), dout.get()); });
   EXPECT_NE(f.find("index 64 is past the end of shared array buf[64]"), std::string::npos) << f;
+}
+
+// A write one element past the end of a device buffer (the red zone after every
+// allocation) fails the launch naming the kernel; writing exactly the buffer does not.
+TEST_P(Executor, WritePastTheEndOfADeviceBufferIsReported) {
+  DeviceBuffer<int> d(63);
+  ScopedStream s;
+  EXPECT_EQ(fault_of([&] { HY4_LAUNCH(write_index_kernel, dim3(1), dim3(63), s.get(), d.get()); }), "");
+  const std::string f = fault_of([&] { HY4_LAUNCH(write_index_kernel, dim3(1), dim3(64), s.get(), d.get()); });
+  EXPECT_NE(f.find("write 0 bytes past the end of a device allocation of 252 bytes"), std::string::npos) << f;
+  EXPECT_NE(f.find("write_index_kernel"), std::string::npos) << f;
+  EXPECT_EQ(fault_of([&] { HY4_LAUNCH(write_index_kernel, dim3(1), dim3(63), s.get(), d.get()); }), "")
+      << "the red zone is restored after a report";
 }
 
 TEST_P(Executor, BarrierNotReachedByEveryThreadIsReported) {

@@ -220,13 +220,36 @@ TEST(SinkProperties, ZeroTokensLaunchNothingAndWriteNothing) {
   EXPECT_TRUE(sink_case_passes(make_sink_case(7, sink_hyv4_shape(0)), "sink.ZeroTokens"));
 }
 
-// Tokens past the grid cap (SinkPlan::kMaxGrid blocks) are reached only through the
-// grid-stride loop: H = 1, D = 1 keeps it cheap; D = 8 takes the vector path there.
+// Tokens per block (1 below 4096 tokens, then T / 2048 up to 4) on both sides of each
+// step, with a last set shorter than the rest (T % P != 0); H = 2 with D = 8 (vector)
+// and D = 3 (scalar) keeps the large T cheap.
+TEST(SinkProperties, EveryTokensPerBlockSplitBothSides) {
+  HY4_REQUIRE_DEVICE();
+  for (int64_t T : {4095, 4096, 4097, 6143, 6144, 6145, 8191, 8192, 8193, 8194, 8195})
+    for (int64_t D : {3, 8}) {
+      SinkShape sh;
+      sh.T = T;
+      sh.H = 2;
+      sh.D = D;
+      sh.values = SinkValues::Mixed;
+      EXPECT_TRUE(sink_case_passes(make_sink_case(0x7b + T * 2 + D, sh), "sink.TokensPerBlock.T" + std::to_string(T) + "D" + std::to_string(D)))
+          << SinkPlan::tokens_per_block(T) << " tokens per block";
+    }
+  EXPECT_EQ(SinkPlan::tokens_per_block(4095), 1);
+  EXPECT_EQ(SinkPlan::tokens_per_block(4096), 2);
+  EXPECT_EQ(SinkPlan::tokens_per_block(6144), 3);
+  EXPECT_EQ(SinkPlan::tokens_per_block(8192), 4);
+  EXPECT_EQ(SinkPlan::tokens_per_block(int64_t{1} << 24), SinkPlan::kMaxTokensPerBlock);
+}
+
+// Tokens past the grid cap (SinkPlan::kMaxGrid blocks of kMaxTokensPerBlock tokens) are
+// reached only through the grid-stride loop: H = 1, D = 1 keeps it cheap; D = 8 takes the
+// vector path there.
 TEST(SinkProperties, RowsPastTheGridCapAreWritten) {
   HY4_REQUIRE_DEVICE();
   for (int64_t D : {1, 8}) {
     SinkShape sh;
-    sh.T = SinkPlan::kMaxGrid + 3;
+    sh.T = SinkPlan::kMaxGrid * SinkPlan::kMaxTokensPerBlock + 3;
     sh.H = 1;
     sh.D = D;
     sh.values = SinkValues::Mixed;

@@ -6,6 +6,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
+#include <mutex>
+#include <string>
 #include <memory>
 #include <vector>
 
@@ -61,14 +64,52 @@ void synchronize(Stream s) {
   if (S(s)->capture) throw RuntimeError("cpu runtime: synchronize on a capturing stream");
 }
 
+// Every allocation is followed by a red zone (from the requested size to the next 256
+// bytes, and 256 more) holding a canary; after every launch the red zones of the live
+// allocations are compared, so a kernel that writes past the end of a buffer fails its
+// launch here as it would fault (or corrupt) on a GPU.  Reads past the end are not seen.
+namespace {
+constexpr unsigned char kCanary = 0xE7;
+struct Allocation {
+  std::size_t bytes, total;
+};
+std::mutex g_alloc_mu;
+std::map<unsigned char*, Allocation>& allocations() {
+  static auto* m = new std::map<unsigned char*, Allocation>();  // never destroyed (frees at exit)
+  return *m;
+}
+// The first allocation whose red zone was written, restored; empty if none.
+std::string overrun_report() {
+  std::lock_guard<std::mutex> lk(g_alloc_mu);
+  for (auto& [p, a] : allocations())
+    for (std::size_t i = a.bytes; i < a.total; ++i)
+      if (p[i] != kCanary) {
+        std::string what = "a write " + std::to_string(i - a.bytes) + " bytes past the end of a device allocation of " +
+                           std::to_string(a.bytes) + " bytes";
+        std::memset(p + a.bytes, kCanary, a.total - a.bytes);
+        return what;
+      }
+  return "";
+}
+}  // namespace
+
 void* malloc_device(std::size_t bytes) {
   const std::size_t n = (bytes + 255) / 256 * 256 + 256;
-  void* p = std::aligned_alloc(256, n);
+  auto* p = static_cast<unsigned char*>(std::aligned_alloc(256, n));
   if (!p) throw RuntimeError("cpu runtime: malloc_device(" + std::to_string(bytes) + ") failed");
-  std::memset(p, 0xA5, n);  // device memory starts as garbage
+  std::memset(p, 0xA5, bytes);  // device memory starts as garbage
+  std::memset(p + bytes, kCanary, n - bytes);
+  std::lock_guard<std::mutex> lk(g_alloc_mu);
+  allocations()[p] = Allocation{bytes, n};
   return p;
 }
-void free_device(void* p) { std::free(p); }
+void free_device(void* p) {
+  {
+    std::lock_guard<std::mutex> lk(g_alloc_mu);
+    allocations().erase(static_cast<unsigned char*>(p));
+  }
+  std::free(p);
+}
 void copy_to_device(void* dst, const void* src, std::size_t bytes, Stream s) {
   if (bytes) enqueue(s, [=] { std::memcpy(dst, src, bytes); });
 }
@@ -117,6 +158,10 @@ void check_launch(const char*) {}
 namespace hy4::cpu {
 void submit_launch(const char* name, dim3 grid, dim3 block, hy4::rt::Stream stream, std::function<void()> body) {
   auto shared_body = std::make_shared<std::function<void()>>(std::move(body));
-  hy4::rt::enqueue(stream, [name, grid, block, shared_body] { execute_launch(name, grid, block, *shared_body); });
+  hy4::rt::enqueue(stream, [name, grid, block, shared_body] {
+    execute_launch(name, grid, block, *shared_body);
+    const std::string overrun = hy4::rt::overrun_report();
+    if (!overrun.empty()) throw KernelFault("launch of " + std::string(name) + ": " + overrun + " (a GPU faults on it or corrupts its neighbour)");
+  });
 }
 }  // namespace hy4::cpu
