@@ -42,6 +42,12 @@ namespace {
 //   grid cap              TopkPlan::kMaxGrid blocks: T past kMaxGrid * 8 rows (RowsPastTheGridCap)
 //   device row count      none | < 0 | within [0, T] | past T; padded rows get -1 / +0
 //   logits dtype          fp32 | bf16;   renormalize  on | off (the sum floor when all underflow)
+//   kernel                warp per row | block per row (TopkArgs::path: the property draws auto /
+//                         warp / block; HyV4, EveryK and EverySlotSplit run both pinned paths);
+//                         auto picks block per row at T <= 1024 (AutoSplit: T = 1024 | 1025)
+//   block per row         threads = power of two >= E (64 .. 512): E = 63..65, 127..129, 255..257,
+//                         511, 512 (the split list); candidates per warp min(k, warp): k = 31 | 32;
+//                         its grid cap kMaxGrid rows (BlockPerRowPastItsGridCap)
 std::vector<int> topk_split_experts() {
   std::vector<int> e = {1, 2, 3};
   for (int j = 1; j <= 16; ++j)
