@@ -3,6 +3,9 @@
 
   ci/fuzz_campaign.sh [-t SECONDS] [-j JOBS] [-o OUT] [-c CORPUS] [-b CPU_BUILD]
                       [-g GPU_BUILD] [--stream N] [fuzzer ...]
+  ci/fuzz_campaign.sh -g GPU_BUILD --replay-only FINDINGS [--stream N] [-o OUT]
+                      (a GPU runner: no fuzzing; FINDINGS = an earlier campaign's
+                      OUT/findings, e.g. the CPU night's, replayed with the regression cases)
 
 Every fuzzer (default: all of build/cpu/fuzz: one per op, graph, case_file) runs in
 libFuzzer fork mode with JOBS jobs for its share of SECONDS (the whole campaign's
@@ -208,6 +211,8 @@ def gpu_campaign(args, out_dir, results):
     conf = os.path.join(args.gpu_build, "tools", "hy4-conformance")
     cases = sorted(glob.glob(os.path.join(ROOT, "regressions", "cases", "*.case")))
     cases += [f["case"] for r in results for f in r["findings"] if f.get("case")]
+    if args.replay_only:
+        cases += sorted(glob.glob(os.path.join(args.replay_only, "*.case")))
     log = os.path.join(out_dir, "gpu.log")
     g = {"build": args.gpu_build, "cases": len(cases)}
     rc1, _ = run([repro, "--require-gpu"] + cases, timeout=1800, log=log) if cases else (0, "")
@@ -263,9 +268,24 @@ def main():
     ap.add_argument("--stream", type=int, default=0, help="with -g: generated cases per op on the GPU")
     ap.add_argument("--minimize-seconds", type=int, default=60)
     ap.add_argument("--max-artifacts", type=int, default=40, help="artifacts triaged per fuzzer (smallest first)")
+    ap.add_argument("--replay-only", default=None, metavar="FINDINGS",
+                    help="with -g: no fuzzing; replay FINDINGS/*.case and the regression cases on the GPU")
     ap.add_argument("fuzzers", nargs="*")
     args = ap.parse_args()
     args.out = os.path.abspath(args.out)
+    if args.replay_only is not None:
+        if not args.gpu_build:
+            print("fuzz campaign: --replay-only needs -g GPU_BUILD", file=sys.stderr)
+            return 2
+        if not os.path.isdir(args.replay_only):
+            print(f"fuzz campaign: --replay-only: no folder '{args.replay_only}'", file=sys.stderr)
+            return 2
+        os.makedirs(args.out, exist_ok=True)
+        g = gpu_campaign(args, args.out, [])
+        with open(os.path.join(args.out, "summary.json"), "w") as f:
+            json.dump({"replay_only": os.path.abspath(args.replay_only), "gpu": g}, f, indent=1)
+        print(f"fuzz campaign (replay only): {g}")
+        return 0 if g["ok"] else 1
     args.corpus = os.path.abspath(args.corpus or os.path.join(args.out, "corpus"))
     fz = os.path.join(args.cpu_build, "fuzz")
     avail = sorted(os.path.basename(p)[: -len("_fuzzer")] for p in glob.glob(os.path.join(fz, "*_fuzzer"))
