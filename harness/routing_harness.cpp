@@ -75,7 +75,8 @@ RoutingCase make_routing_case(uint64_t seed, const RoutingShape& shape) {
 //                       512: EveryOffsetsBlockSizeBothSides); at least 256 with two kernels
 //   warp runs           entries per warp below, at and above a multiple of the warp (T, k
 //                       small), warps with no entries; groups of one expert | all distinct
-//   id bits             ballots per id = bits of E - 1: E a power of two or one past it
+//   id bits             match_any bits = bits of E (ids -1 .. E - 1 as 0 .. E; CPU / HIP: one
+//                       ballot each): E a power of two or one past it
 //   block_size          1, 16 .. 256, 1024: padding none | partial | a whole block
 //   mask                none | mask (local renumbering) ; row count none | < 0 | within | past T
 //   ids                 valid | -1 | negative | >= E ; duplicates within a row

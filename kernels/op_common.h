@@ -28,6 +28,14 @@ struct MatrixView {
   int64_t row_stride = 0;
 };
 
+// Threads for a block that gives one thread to each of n items: the power of two >= n,
+// at least lo (a full wave64: 64), at most hi.
+constexpr int pow2_threads(int64_t n, int lo, int hi) {
+  int t = lo;
+  while (t < n && t < hi) t *= 2;
+  return t;
+}
+
 namespace check {
 // Each throws ArgumentError("<op>: argument '<name>' ...") when the rule is broken.
 void dtype_is(const char* op, const char* name, const MatrixView& v, DType want);

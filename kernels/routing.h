@@ -63,11 +63,7 @@ class RoutingPlan {
   static constexpr int kMaxWarps = kMaxThreads / 32;  // per-warp histograms in shared memory
   // Threads per block: the power of two >= experts, at least 64 (a full wave64), at most
   // 512; with two kernels at least 256.
-  static constexpr int scan_threads(int experts) {
-    int n = 64;
-    while (n < experts && n < kMaxThreads) n *= 2;
-    return n;
-  }
+  static constexpr int scan_threads(int experts) { return pow2_threads(experts, 64, kMaxThreads); }
   static bool one_kernel(int64_t T, int k) { return T * k <= kSingleMaxEntries; }
   static int block_threads(int64_t T, int k, int experts) {
     const int n = scan_threads(experts);

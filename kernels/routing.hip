@@ -8,8 +8,9 @@
 //  - A warp walks a contiguous run of entries j = t*k + s, warpSize at a time ((t, s)
 //    stepped without a division).  Its lanes find the other lanes holding the same expert
 //    with dev::match_any (CUDA: one match instruction; elsewhere one ballot per bit of
-//    expert + 1: E = 256 takes 9); the lowest such lane is the group's leader.  Counting: the leader adds the group's size to the warp's histogram row in
-//    shared memory.  Ranking: the leader reads the row, broadcasts it, every lane adds the
+//    expert + 1: E = 256 takes 9); the lowest such lane is the group's leader.
+//    Counting: the leader adds the group's size to the warp's histogram row in shared
+//    memory.  Ranking: the leader reads the row, broadcasts it, every lane adds the
 //    group lanes below it, the leader adds the group size.  sync_warp between groups.
 //  - A block splits its entries into one run per warp (in order), so an entry's place is:
 //    its expert's segment offset + the entries of that expert in earlier chunks + in earlier
@@ -35,12 +36,12 @@
 //     chunks, then longer): routing_count_kernel writes count[c][e] for its chunk (and
 //     zero-fills moe_out rows); routing_sort_kernel (max(chunks, fill_blocks) blocks)
 //     block c sums count[.][e] over all chunks (its expert's total) and over chunks below
-//     c (its chunk's start), 16 reads in flight, then ranks and writes chunk c's entries
+//     c (its chunk's start), all reads in flight, then ranks and writes chunk c's entries
 //     (blocks past the chunks rank nothing) and its share of the padding.
 // The ids and weights are read before the device row count is known (every j < T*k is
 // inside the views), four groups at a time (kGroupsAhead), so the row count, id and
-// weight reads overlap; every count-matrix read of a sort thread is in flight at once.  Shares of the
-// padding are made on the host (no 64-bit division on the device).
+// weight reads overlap; every count-matrix read of a sort thread is in flight at once.
+// Shares of the padding are made on the host (no 64-bit division on the device).
 // Bounded by (H200, ncu): the dependent chain of a few hundred instructions per warp at
 // 8 warps per SM (decode: ~800 issued per warp, ~8 cycles each), and at large T the
 // count-matrix reads (C x E int32 per block) and the slot writes (8 bytes per slot).
@@ -52,16 +53,11 @@
 #include <algorithm>
 
 #include "platform/hy4_platform.h"
+#include "op_device.h"
 #include "routing.h"
 
 namespace hy4 {
 namespace {
-
-HY4_DEVICE inline int64_t real_rows_of(const int32_t* num_rows, int64_t rows) {
-  if (!num_rows) return rows;
-  const int32_t v = *num_rows;
-  return v < 0 ? 0 : (v < rows ? v : rows);
-}
 
 HY4_DEVICE inline bool expert_masked(const int32_t* mask, int e) { return mask != nullptr && mask[e] == 0; }
 
@@ -118,6 +114,20 @@ HY4_DEVICE inline int warp_run(uint32_t r0, uint32_t r1, int warps, int warp, in
   return len == 0 ? 0 : static_cast<int>((len + per - 1) / per);
 }
 
+// Part i of [0, total) cut into parts of `per`: [i * per, (i + 1) * per), clamped to total
+// (a part past the end is empty).  Chunks of entries and the sort blocks' shares.
+HY4_DEVICE inline void part_of(uint32_t total, uint64_t per, int i, uint32_t& begin, uint32_t& end) {
+  const uint64_t b = static_cast<uint64_t>(i) * per, e = b + per;
+  begin = b < total ? static_cast<uint32_t>(b) : total;
+  end = e < total ? static_cast<uint32_t>(e) : total;
+}
+
+// Zero-fills moe_out's rows (grid-stride over the launch's blocks, threads over hidden).
+HY4_DEVICE inline void zero_moe_rows(uint16_t* moe_out, int64_t moe_stride, int64_t rows, int64_t hidden) {
+  for (int64_t t = blockIdx.x; t < rows; t += gridDim.x)
+    for (int64_t j = threadIdx.x; j < hidden; j += blockDim.x) moe_out[t * moe_stride + j] = 0;
+}
+
 // Groups of warpSize entries whose reads (ids; weights when ranking) are issued together.
 constexpr int kGroupsAhead = 4;
 
@@ -142,35 +152,43 @@ HY4_DEVICE void count_run(const EntryReader& r, uint32_t a, uint32_t b, Shared h
   }
 }
 
+// The block's count of its entries [r0, r1): one run per warp (its [a, b)), the rows of
+// the warps with entries zeroed, then each warp's run counted into its row.  Returns the
+// warps with entries (the rows in use).
+template <class Shared>
+HY4_DEVICE int count_block(const EntryReader& r, uint32_t r0, uint32_t r1, Shared hist, uint32_t& a, uint32_t& b) {
+  const int nt = static_cast<int>(blockDim.x), tid = static_cast<int>(threadIdx.x);
+  const int ws = dev::warp_size(), warp = tid / ws;
+  const int active = warp_run(r0, r1, nt / ws, warp, ws, a, b);
+  for (int i = tid; i < active * r.experts; i += nt) hist[i] = 0;
+  dev::sync_block();
+  count_run(r, a, b, hist, warp * r.experts);
+  dev::sync_block();
+  return active;
+}
+
 __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
     routing_count_kernel(const int32_t* ids, int64_t ids_stride, int64_t rows, int k, int experts,
                          const int32_t* mask, const int32_t* num_rows, int64_t chunk_tokens, int bits,
                          int32_t* counts_ce, uint16_t* moe_out, int64_t moe_stride, int64_t hidden) {
-  const int nt = static_cast<int>(blockDim.x), tid = static_cast<int>(threadIdx.x);
-  const int ws = dev::warp_size(), warps = nt / ws, warp = tid / ws;
+  const int tid = static_cast<int>(threadIdx.x), warps = static_cast<int>(blockDim.x) / dev::warp_size();
   HY4_SHARED_UPTO(int32_t, hist, RoutingPlan::kMaxWarps * RoutingPlan::kMaxExperts, warps * experts);
   const int c = static_cast<int>(blockIdx.x);
   const EntryReader r{ids, ids_stride, static_cast<uint32_t>(k), experts, mask,
-                      static_cast<uint32_t>(real_rows_of(num_rows, rows) * k), bits};
-  const int64_t n = rows * k, r0 = c * chunk_tokens * k, r1 = r0 + chunk_tokens * k < n ? r0 + chunk_tokens * k : n;
-  uint32_t a, b;
-  const int active = warp_run(static_cast<uint32_t>(r0), static_cast<uint32_t>(r1), warps, warp, ws, a, b);
-  for (int i = tid; i < active * experts; i += nt) hist[i] = 0;
-  dev::sync_block();
-  count_run(r, a, b, hist, warp * experts);
-  dev::sync_block();
+                      static_cast<uint32_t>(device_row_count(num_rows, rows) * k), bits};
+  uint32_t r0, r1, a, b;
+  part_of(static_cast<uint32_t>(rows * k), static_cast<uint64_t>(chunk_tokens * k), c, r0, r1);
+  const int active = count_block(r, r0, r1, hist, a, b);
   if (tid < experts) {
     int32_t total = 0;
     for (int w = 0; w < active; ++w) total += hist[w * experts + tid];
     counts_ce[static_cast<int64_t>(c) * experts + tid] = total;
   }
-  if (moe_out)
-    for (int64_t t = c; t < rows; t += gridDim.x)
-      for (int64_t j = tid; j < hidden; j += nt) moe_out[t * moe_stride + j] = 0;
+  if (moe_out) zero_moe_rows(moe_out, moe_stride, rows, hidden);
 }
 
 // Per-block shares of the sort kernel's work, made on the host (no 64-bit divisions on the
-// device): block b owns [b * share, (b + 1) * share) of each range.
+// device): block b owns part b of each range (part_of).
 struct SortShares {
   int32_t entries;  // one kernel: entries j it writes (every block ranks all of them)
   int32_t experts;  // experts whose padding and expert_of_block entries it writes
@@ -195,8 +213,8 @@ HY4_DEVICE uint64_t block_inclusive_scan(uint64_t v, Shared warp_total) {
 }
 
 // counts_ce == nullptr: the one-kernel path (every block ranks all entries, writes the
-// entries of its share of j).  Otherwise block c < chunks ranks and writes chunk c (the
-// blocks past the chunks only write padding).
+// entries of its share of j).  Otherwise block c ranks and writes chunk c (the blocks
+// past the chunks have no entries: they only write padding).
 __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
     routing_sort_kernel(const int32_t* ids, int64_t ids_stride, const float* weights, int64_t weights_stride,
                         int64_t rows, int k, int experts, const int32_t* mask, const int32_t* num_rows,
@@ -212,23 +230,14 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
   HY4_SHARED_UPTO(int32_t, seg_total, RoutingPlan::kMaxThreads, nt);  // entries of expert e
   HY4_SHARED_UPTO(int32_t, seg_base, RoutingPlan::kMaxThreads, nt);   // where this block's first entry of e goes
   HY4_SHARED_UPTO(uint64_t, warp_total, RoutingPlan::kMaxWarps, warps);
-  const int64_t real = real_rows_of(num_rows, rows);
+  const int64_t real = device_row_count(num_rows, rows);
   const EntryReader r{ids, ids_stride, static_cast<uint32_t>(k), experts, mask, static_cast<uint32_t>(real * k), bits};
   const bool one_kernel = counts_ce == nullptr;
   const int c = static_cast<int>(blockIdx.x);
   const uint32_t n = static_cast<uint32_t>(rows * k);
-  uint32_t r0 = 0, r1 = n;  // the entries this block ranks
-  if (!one_kernel) {
-    const uint64_t b0 = static_cast<uint64_t>(c) * static_cast<uint64_t>(chunk_tokens * k);
-    r0 = c < chunks && b0 < n ? static_cast<uint32_t>(b0) : n;
-    r1 = c < chunks && b0 + chunk_tokens * k < n ? static_cast<uint32_t>(b0 + chunk_tokens * k) : n;
-  }
-  uint32_t a, b;
-  const int active = warp_run(r0, r1, warps, warp, ws, a, b);  // warps with entries: the rows used
-  for (int i = tid; i < active * experts; i += nt) hist[i] = 0;
-  dev::sync_block();
-  count_run(r, a, b, hist, warp * experts);
-  dev::sync_block();
+  uint32_t r0 = 0, r1 = n, a, b;  // the entries this block ranks
+  if (!one_kernel) part_of(n, static_cast<uint64_t>(chunk_tokens * k), c, r0, r1);
+  const int active = count_block(r, r0, r1, hist, a, b);  // warps with entries: the rows used
 
   // Thread e: the warps' exclusive sums (in place), the expert's total and padded size.
   const int e = tid;
@@ -243,17 +252,14 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
     if (one_kernel) {
       total = acc;
     } else {
-      constexpr int kInFlight = RoutingPlan::kMaxChunks;  // every count read in flight at once (the large-T bound)
-      for (int c0 = 0; c0 < chunks; c0 += kInFlight) {
-        int32_t v[kInFlight];
+      int32_t v[RoutingPlan::kMaxChunks];  // every count read in flight at once (the large-T bound)
 #pragma unroll
-        for (int u = 0; u < kInFlight; ++u)
-          v[u] = c0 + u < chunks ? counts_ce[static_cast<int64_t>(c0 + u) * experts + e] : 0;
+      for (int u = 0; u < RoutingPlan::kMaxChunks; ++u)
+        v[u] = u < chunks ? counts_ce[static_cast<int64_t>(u) * experts + e] : 0;
 #pragma unroll
-        for (int u = 0; u < kInFlight; ++u) {
-          before += c0 + u < c ? v[u] : 0;
-          total += v[u];
-        }
+      for (int u = 0; u < RoutingPlan::kMaxChunks; ++u) {
+        before += u < c ? v[u] : 0;
+        total += v[u];
       }
     }
   }
@@ -271,11 +277,7 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
 
   // Rank and write the entries (one kernel: those of this block's share of j).
   uint32_t w0 = r0, w1 = r1;
-  if (one_kernel) {
-    const uint64_t s0 = static_cast<uint64_t>(c) * static_cast<uint32_t>(share.entries);
-    w0 = s0 < n ? static_cast<uint32_t>(s0) : n;
-    w1 = s0 + share.entries < n ? static_cast<uint32_t>(s0 + share.entries) : n;
-  }
+  if (one_kernel) part_of(n, static_cast<uint32_t>(share.entries), c, w0, w1);
   const uint64_t below = (uint64_t{1} << lane) - 1;  // lane < 64
   const int row = warp * experts;
   EntryCursor at(a + lane, r.k, static_cast<uint32_t>(ws));
@@ -314,8 +316,9 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
   // This block's share of the padding: a warp per expert of its share of the experts
   // (lanes stride the expert's padding and blocks), then its share of the unused tail.
   const int32_t pad_id = (k << 24) | static_cast<int32_t>(rows);
-  const int e0 = c * share.experts, e1 = e0 + share.experts < experts ? e0 + share.experts : experts;
-  for (int x = e0 + warp; x < e1; x += warps) {
+  uint32_t e0, e1;
+  part_of(static_cast<uint32_t>(experts), static_cast<uint32_t>(share.experts), c, e0, e1);
+  for (int x = static_cast<int>(e0) + warp; x < static_cast<int>(e1); x += warps) {
     const int32_t first = x > 0 ? static_cast<int32_t>(seg_end[x - 1]) : 0, last = seg_end[x];
     for (int32_t p = first + seg_total[x] + lane; p < last; p += ws) {
       sorted_ids[p] = pad_id;
@@ -325,21 +328,23 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
     for (int32_t q = first / block_size + lane; q < last / block_size; q += ws) expert_of_block[q] = local;
   }
   // (slot and block indices fit 32 bits: max_padded < 2^24 * 32 + 512 * 1024)
-  const int32_t p0 = c * share.slots, p1 = max_padded - p0 > share.slots ? p0 + share.slots : max_padded;
-  for (int32_t p = (p0 > used ? p0 : used) + tid; p < p1; p += nt) {
+  uint32_t p0, p1, q0, q1;
+  part_of(static_cast<uint32_t>(max_padded), static_cast<uint32_t>(share.slots), c, p0, p1);
+  for (int32_t p = (static_cast<int32_t>(p0) > used ? static_cast<int32_t>(p0) : used) + tid; p < static_cast<int32_t>(p1);
+       p += nt) {
     sorted_ids[p] = pad_id;
     sorted_weights[p] = 0.0f;
   }
-  const int32_t q0 = c * share.blocks, used_blocks = used / block_size;
-  const int32_t q1 = num_blocks - q0 > share.blocks ? q0 + share.blocks : num_blocks;
-  for (int32_t q = (q0 > used_blocks ? q0 : used_blocks) + tid; q < q1; q += nt) expert_of_block[q] = -1;
+  const int32_t used_blocks = used / block_size;
+  part_of(static_cast<uint32_t>(num_blocks), static_cast<uint32_t>(share.blocks), c, q0, q1);
+  for (int32_t q = (static_cast<int32_t>(q0) > used_blocks ? static_cast<int32_t>(q0) : used_blocks) + tid;
+       q < static_cast<int32_t>(q1); q += nt)
+    expert_of_block[q] = -1;
   if (c == 0 && tid == 0) {
     counts[0] = used;
     counts[1] = static_cast<int32_t>(real);
   }
-  if (one_kernel && moe_out)
-    for (int64_t t = c; t < rows; t += gridDim.x)
-      for (int64_t j = tid; j < hidden; j += nt) moe_out[t * moe_stride + j] = 0;
+  if (one_kernel && moe_out) zero_moe_rows(moe_out, moe_stride, rows, hidden);
 }
 
 // Bits of expert + 1 for match_any (ids -1 .. E - 1 map to 0 .. E).

@@ -50,11 +50,7 @@ class TopkPlan {
   // over E threads), a warp per row above (throughput).
   static constexpr int64_t kBlockPerRowMaxRows = 1024;
   // Block per row: threads = the power of two >= E, at least 64, at most 512.
-  static constexpr int row_block_threads(int64_t experts) {
-    int n = 64;
-    while (n < experts && n < 512) n *= 2;
-    return n;
-  }
+  static constexpr int row_block_threads(int64_t experts) { return pow2_threads(experts, 64, 512); }
   bool block_per_row() const { return block_per_row_; }
 
   explicit TopkPlan(const TopkArgs& args);  // throws ArgumentError naming the argument

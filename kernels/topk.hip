@@ -25,6 +25,7 @@
 
 #include "platform/hy4_numeric.h"
 #include "platform/hy4_platform.h"
+#include "op_device.h"
 #include "topk.h"
 
 namespace hy4 {
@@ -45,6 +46,28 @@ HY4_DEVICE inline uint64_t rank_key(float c, int id) {
 HY4_DEVICE inline int key_id(uint64_t key) { return static_cast<int>(0xFFFFFFFFu - static_cast<uint32_t>(key)); }
 HY4_DEVICE inline uint64_t max_key(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
+// Expert e of row t: s = sigmoid_f32(x) into *s, and its rank key (c = s + bias; NaN
+// chooses like -inf).  Both kernels form every key this way.
+HY4_DEVICE inline uint64_t expert_key(const void* logits, int logits_bf16, int64_t logits_stride, const float* bias,
+                                      int64_t t, int e, float* s) {
+  const float x = logits_bf16 ? bf16_to_f32(static_cast<const uint16_t*>(logits)[t * logits_stride + e])
+                              : static_cast<const float*>(logits)[t * logits_stride + e];
+  const float sv = sigmoid_f32(x);
+  const float cv = sv + bias[e];
+  *s = sv;
+  return rank_key(is_nan_f32(cv) ? f32_from_bits(0xff800000u) : cv, e);
+}
+
+// The scale of a row whose selected s values sum (in rank order) to sum.
+HY4_DEVICE inline float row_scale(float sum, int renormalize, float rsf) {
+  return renormalize ? rsf / (sum < 1e-20f ? 1e-20f : sum) : rsf;
+}
+// A selected expert's weight: s * scale, every NaN the canonical 0x7FC00000.
+HY4_DEVICE inline float routed_weight(float s, float scale) {
+  const float w = s * scale;
+  return is_nan_f32(w) ? f32_from_bits(0x7fc00000u) : w;
+}
+
 template <int kPerLane>
 __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const void* logits, int logits_bf16, int64_t logits_stride, const float* bias,
                             int64_t rows, int experts, int k, int renormalize, float rsf, const int32_t* num_rows,
@@ -53,12 +76,7 @@ __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const voi
   const int lane = dev::lane_id();
   const int warp = static_cast<int>(threadIdx.x) / ws;
   const int warps = static_cast<int>(blockDim.x) / ws;
-  int64_t real_rows = rows;
-  if (num_rows) {
-    const int32_t v = *num_rows;
-    real_rows = v < 0 ? 0 : (v < rows ? v : rows);
-  }
-  const float neg_inf = f32_from_bits(0xff800000u);
+  const int64_t real_rows = device_row_count(num_rows, rows);
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * warps + warp; t < rows;
        t += static_cast<int64_t>(gridDim.x) * warps) {
     float* w_row = weights + t * weights_stride;
@@ -77,14 +95,7 @@ __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const voi
       const int e = j * ws + lane;
       key[j] = 0;  // slots past E never compete
       s_reg[j] = 0.0f;
-      if (e < experts) {
-        const float x = logits_bf16 ? bf16_to_f32(static_cast<const uint16_t*>(logits)[t * logits_stride + e])
-                                    : static_cast<const float*>(logits)[t * logits_stride + e];
-        const float sv = sigmoid_f32(x);
-        const float cv = sv + bias[e];
-        key[j] = rank_key(is_nan_f32(cv) ? neg_inf : cv, e);  // NaN chooses like -inf
-        s_reg[j] = sv;
-      }
+      if (e < experts) key[j] = expert_key(logits, logits_bf16, logits_stride, bias, t, e, &s_reg[j]);
     }
     // Sort the lane's slots by key, descending (bitonic network, fully unrolled: the
     // indices are compile-time, so everything stays in registers).  A lane's head is
@@ -133,12 +144,9 @@ __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const voi
     // sum in rank order: every lane adds the same values in the same order
     float sum = dev::shfl_idx(my_s, 0);
     for (int r = 1; r < k; ++r) sum = sum + dev::shfl_idx(my_s, r);
-    float scale = rsf;
-    if (renormalize) scale = rsf / (sum < 1e-20f ? 1e-20f : sum);
+    const float scale = row_scale(sum, renormalize, rsf);
     if (lane < k) {
-      float w = my_s * scale;
-      if (is_nan_f32(w)) w = f32_from_bits(0x7fc00000u);  // canonical NaN
-      w_row[lane] = w;
+      w_row[lane] = routed_weight(my_s, scale);
       id_row[lane] = my_id;
     }
   }
@@ -174,12 +182,7 @@ __global__ void HY4_LAUNCH_BOUNDS(512) topk_row_block_kernel(const void* logits,
   HY4_SHARED_UPTO(float, cand_s, kMaxCandidates, nc);
   HY4_SHARED_UPTO(uint64_t, rank_key_of, TopkPlan::kMaxK, k);
   HY4_SHARED_UPTO(float, rank_s, TopkPlan::kMaxK, k);
-  int64_t real_rows = rows;
-  if (num_rows) {
-    const int32_t v = *num_rows;
-    real_rows = v < 0 ? 0 : (v < rows ? v : rows);
-  }
-  const float neg_inf = f32_from_bits(0xff800000u);
+  const int64_t real_rows = device_row_count(num_rows, rows);
   for (int64_t t = blockIdx.x; t < rows; t += gridDim.x) {
     float* w_row = weights + t * weights_stride;
     int32_t* id_row = ids + t * ids_stride;
@@ -193,13 +196,7 @@ __global__ void HY4_LAUNCH_BOUNDS(512) topk_row_block_kernel(const void* logits,
     const int e = tid;
     uint64_t key = 0;
     float sv = 0.0f;
-    if (e < experts) {
-      const float x = logits_bf16 ? bf16_to_f32(static_cast<const uint16_t*>(logits)[t * logits_stride + e])
-                                  : static_cast<const float*>(logits)[t * logits_stride + e];
-      sv = sigmoid_f32(x);
-      const float cv = sv + bias[e];
-      key = rank_key(is_nan_f32(cv) ? neg_inf : cv, e);  // NaN chooses like -inf
-    }
+    if (e < experts) key = expert_key(logits, logits_bf16, logits_stride, bias, t, e, &sv);
     for (int size = 2; size <= ws; size *= 2)  // bitonic, descending over the lanes
       for (int stride = size / 2; stride > 0; stride /= 2) {
         const uint64_t pk = dev::shfl_xor(key, stride);
@@ -231,12 +228,9 @@ __global__ void HY4_LAUNCH_BOUNDS(512) topk_row_block_kernel(const void* logits,
     if (warp == 0) {
       float sum = rank_s[0];  // in rank order: the same fp32 additions as the bit model
       for (int r = 1; r < k; ++r) sum = sum + rank_s[r];
-      float scale = rsf;
-      if (renormalize) scale = rsf / (sum < 1e-20f ? 1e-20f : sum);
+      const float scale = row_scale(sum, renormalize, rsf);
       if (lane < k) {
-        float w = rank_s[lane] * scale;
-        if (is_nan_f32(w)) w = f32_from_bits(0x7fc00000u);  // canonical NaN
-        w_row[lane] = w;
+        w_row[lane] = routed_weight(rank_s[lane], scale);
         id_row[lane] = key_id(rank_key_of[lane]);
       }
     }
@@ -248,25 +242,19 @@ __global__ void HY4_LAUNCH_BOUNDS(512) topk_row_block_kernel(const void* logits,
 
 void TopkPlan::launch(hy4::rt::Stream stream) const {
   if (args_.logits.rows == 0) return;
-#define HY4_TOPK_LAUNCH(kernel)                                                                                  \
-  HY4_LAUNCH(kernel, dim3(static_cast<unsigned>(grid_)), dim3(kBlockThreads), stream,                            \
+#define HY4_TOPK_LAUNCH(kernel, threads)                                                                         \
+  HY4_LAUNCH(kernel, dim3(static_cast<unsigned>(grid_)), dim3(static_cast<unsigned>(threads)), stream,           \
              static_cast<const void*>(args_.logits.data), args_.logits.dtype == DType::BF16 ? 1 : 0,            \
              args_.logits.row_stride, args_.bias, args_.logits.rows, static_cast<int>(args_.logits.cols), args_.k, \
              args_.renormalize ? 1 : 0, args_.routed_scaling_factor, args_.num_rows,                            \
              static_cast<float*>(args_.weights.data), args_.weights.row_stride,                                 \
              static_cast<int32_t*>(args_.ids.data), args_.ids.row_stride)
   if (block_per_row_)
-    HY4_LAUNCH(topk_row_block_kernel, dim3(static_cast<unsigned>(grid_)),
-               dim3(static_cast<unsigned>(row_block_threads(args_.logits.cols))), stream,
-               static_cast<const void*>(args_.logits.data), args_.logits.dtype == DType::BF16 ? 1 : 0,
-               args_.logits.row_stride, args_.bias, args_.logits.rows, static_cast<int>(args_.logits.cols), args_.k,
-               args_.renormalize ? 1 : 0, args_.routed_scaling_factor, args_.num_rows,
-               static_cast<float*>(args_.weights.data), args_.weights.row_stride,
-               static_cast<int32_t*>(args_.ids.data), args_.ids.row_stride);
+    HY4_TOPK_LAUNCH(topk_row_block_kernel, row_block_threads(args_.logits.cols));
   else if (args_.logits.cols <= kSmallE)
-    HY4_TOPK_LAUNCH(topk_kernel<8>);
+    HY4_TOPK_LAUNCH(topk_kernel<8>, kBlockThreads);
   else
-    HY4_TOPK_LAUNCH(topk_kernel<16>);
+    HY4_TOPK_LAUNCH(topk_kernel<16>, kBlockThreads);
 #undef HY4_TOPK_LAUNCH
 }
 
