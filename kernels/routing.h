@@ -84,11 +84,9 @@ class RoutingPlan {
   explicit RoutingPlan(const RoutingArgs& args);  // throws ArgumentError naming the argument
   void launch(hy4::rt::Stream stream) const;
   const RoutingArgs& args() const { return args_; }
-  int chunk_count() const { return chunks_; }
 
  private:
   RoutingArgs args_;
-  int chunks_ = 1;
 };
 
 }  // namespace hy4

@@ -82,7 +82,6 @@ RoutingPlan::RoutingPlan(const RoutingArgs& a) : args_(a) {
     for (int j = i + 1; j < 5; ++j)
       if (spans[i].b < spans[j].e && spans[j].b < spans[i].e)
         check::fail(op, std::string("argument '") + spans[i].name + "' overlaps '" + spans[j].name + "'");
-  chunks_ = chunks(T);
 }
 
 }  // namespace hy4
