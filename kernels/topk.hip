@@ -3,16 +3,24 @@
 //
 // Two kernels: topk_row_block_kernel (a block per row, T <= kBlockPerRowMaxRows: its
 // design is written above it, below) and topk_kernel, described here.
-// topk_kernel: one warp per row, no shared memory.  Lane l owns experts l, l + warpSize, ... and
+// topk_kernel: one warp per row.  Lane l owns experts l, l + warpSize, ... and
 // keeps, in registers (kPerLane slots, fully unrolled: no dynamic register indexing,
 // no scratch), each expert's s and its rank key: a 64-bit integer that orders
 // (c desc, id asc) exactly as the bit model does (c's bits mapped to an unsigned order,
-// then the complemented id).  The lane sorts its slots once (bitonic network); each of
-// the k rounds is then a butterfly of 64-bit shuffles over the lanes' heads (every
-// lane ends with the warp's best), the owner broadcasts its head's s and pops it
-// (empty slots hold key 0, below every real key), lane r keeps rank r.  The total order makes the result independent of the warp size
-// and of the lane layout.  Every lane then forms the sum in rank order (the same fp32
-// additions, gathered by shuffles), and lane r writes rank r.
+// then the complemented id).
+//  - Filter: floor = the k-th largest of the lanes' best order words (one bitonic sort
+//    of ws 32-bit words over the lanes).  k distinct experts reach it, so the row's k
+//    best are among the candidates (order word >= floor), typically k to k + 4 of E.
+//  - At most ws candidates (warp-uniform): ballots give each its slot in a per-warp
+//    shared list, lane i ranks candidate i by counting the larger keys, rank r < k goes
+//    to rank slot r; every lane sums the k s values in rank order (the bit model's fp32
+//    additions), lane r writes rank r.  About a third of the instructions of the rounds.
+//  - More (many ties at the floor, e.g. a constant row): the lane sorts its slots once
+//    (bitonic network); each of the k rounds is a butterfly of 64-bit shuffles over the
+//    lanes' heads, the owner broadcasts its head's s and pops it (empty slots hold key 0,
+//    below every real key), lane r keeps rank r; the sum gathered by shuffles.
+// The total order makes the result independent of the warp size, of the lane layout
+// and of the path taken.
 // AMD budget: the per-lane slots live in VGPRs (no scratch, by design), so the 16-slot
 // instance is the heaviest; at large T the kernel is throughput-bound and needs 4 waves
 // per SIMD to overlap one warp's shuffle chain with others' loads.  (SGPR spills, which
@@ -68,6 +76,9 @@ HY4_DEVICE inline float routed_weight(float s, float scale) {
   return is_nan_f32(w) ? f32_from_bits(0x7fc00000u) : w;
 }
 
+// The order word of a key: (c desc) alone, without the id (0 for an empty slot).
+HY4_DEVICE inline uint32_t key_order(uint64_t key) { return static_cast<uint32_t>(key >> 32); }
+
 template <int kPerLane>
 __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const void* logits, int logits_bf16, int64_t logits_stride, const float* bias,
                             int64_t rows, int experts, int k, int renormalize, float rsf, const int32_t* num_rows,
@@ -76,6 +87,13 @@ __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const voi
   const int lane = dev::lane_id();
   const int warp = static_cast<int>(threadIdx.x) / ws;
   const int warps = static_cast<int>(blockDim.x) / ws;
+  // Per warp: ws candidate slots and k rank slots (the filter path).
+  HY4_SHARED_UPTO(uint64_t, cand_key, TopkPlan::kBlockThreads, warps * ws);
+  HY4_SHARED_UPTO(float, cand_s, TopkPlan::kBlockThreads, warps * ws);
+  HY4_SHARED_UPTO(uint64_t, rank_key_of, TopkPlan::kBlockThreads / 32 * TopkPlan::kMaxK, warps * k);
+  HY4_SHARED_UPTO(float, rank_s, TopkPlan::kBlockThreads / 32 * TopkPlan::kMaxK, warps * k);
+  const int cbase = warp * ws, rbase = warp * k;
+  const uint64_t below = (uint64_t{1} << lane) - 1;  // the lanes under mine
   const int64_t real_rows = device_row_count(num_rows, rows);
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * warps + warp; t < rows;
        t += static_cast<int64_t>(gridDim.x) * warps) {
@@ -90,13 +108,66 @@ __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const voi
     }
     uint64_t key[kPerLane];
     float s_reg[kPerLane];
+    uint32_t lane_max = 0;
 #pragma unroll
     for (int j = 0; j < kPerLane; ++j) {
       const int e = j * ws + lane;
       key[j] = 0;  // slots past E never compete
       s_reg[j] = 0.0f;
       if (e < experts) key[j] = expert_key(logits, logits_bf16, logits_stride, bias, t, e, &s_reg[j]);
+      lane_max = key_order(key[j]) > lane_max ? key_order(key[j]) : lane_max;
     }
+    // The filter.  floor = the k-th largest lane maximum (a bitonic sort of the lane
+    // maxima, descending over the lanes): k distinct experts reach it, so every expert of
+    // the row's k best has an order word >= floor.  (min(E, ws) >= k lanes hold an expert,
+    // so floor is a real key's word, above every empty slot's 0.)
+    uint32_t v = lane_max;
+    for (int size = 2; size <= ws; size *= 2)
+      for (int stride = size / 2; stride > 0; stride /= 2) {
+        const uint32_t pv = dev::shfl_xor(v, stride);
+        const bool keep_max = ((lane & stride) == 0) == ((lane & size) == 0);
+        v = keep_max ? (pv > v ? pv : v) : (pv < v ? pv : v);
+      }
+    const uint32_t floor_word = dev::shfl_idx(v, k - 1);
+    // The candidates (order word >= floor) get list positions by ballots, slot by slot.
+    int pos[kPerLane];
+    int n = 0;
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j) {
+      const bool c = key_order(key[j]) >= floor_word;
+      const uint64_t b = dev::ballot(c);
+      pos[j] = c ? n + __builtin_popcountll(b & below) : -1;
+      n += __builtin_popcountll(b);
+    }
+    if (n <= ws) {  // warp-uniform: the list fits one slot per lane
+#pragma unroll
+      for (int j = 0; j < kPerLane; ++j)
+        if (pos[j] >= 0) {
+          cand_key[cbase + pos[j]] = key[j];
+          cand_s[cbase + pos[j]] = s_reg[j];
+        }
+      dev::sync_warp();
+      if (lane < n) {  // candidate `lane`'s rank = the candidates with a larger key (keys are unique)
+        const uint64_t mine = cand_key[cbase + lane];
+        int rank = 0;
+        for (int i = 0; i < n; ++i) rank += cand_key[cbase + i] > mine ? 1 : 0;
+        if (rank < k) {  // the k best are all candidates, so ranks 0 .. k-1 are all filled
+          rank_key_of[rbase + rank] = mine;
+          rank_s[rbase + rank] = cand_s[cbase + lane];
+        }
+      }
+      dev::sync_warp();
+      float sum = rank_s[rbase];  // in rank order: the same fp32 additions as the bit model
+      for (int r = 1; r < k; ++r) sum = sum + rank_s[rbase + r];
+      const float scale = row_scale(sum, renormalize, rsf);
+      if (lane < k) {
+        w_row[lane] = routed_weight(rank_s[rbase + lane], scale);
+        id_row[lane] = key_id(rank_key_of[rbase + lane]);
+      }
+      dev::sync_warp();  // the lists are rewritten by the warp's next row
+      continue;
+    }
+    // More than ws candidates (many ties at the floor): k rounds over sorted lanes.
     // Sort the lane's slots by key, descending (bitonic network, fully unrolled: the
     // indices are compile-time, so everything stays in registers).  A lane's head is
     // then its best untaken expert.

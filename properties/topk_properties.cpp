@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <random>
 
 #include "device_buffer.h"
 #include "platform/hy4_numeric.h"
@@ -42,6 +43,9 @@ namespace {
 //   grid cap              TopkPlan::kMaxGrid blocks: T past kMaxGrid * 8 rows (RowsPastTheGridCap)
 //   device row count      none | < 0 | within [0, T] | past T; padded rows get -1 / +0
 //   logits dtype          fp32 | bf16;   renormalize  on | off (the sum floor when all underflow)
+//   warp-path filter      candidates <= warp (shared list) | > warp (k rounds):
+//                         tied rows with warp - 1, warp, warp + 1, 2 warp candidates (FilterList);
+//                         tie-heavy generated rows reach the rounds too
 //   kernel                warp per row | block per row (TopkArgs::path: the property draws auto /
 //                         warp / block; HyV4, EveryK and EverySlotSplit run both pinned paths);
 //                         auto picks block per row at T <= 1024 (AutoSplit: T = 1024 | 1025)
@@ -260,6 +264,31 @@ TEST(TopkProperties, EverySlotSplitBothSides) {
                                                                           std::to_string(k) + ".path" + std::to_string(path)));
       }
     }
+}
+
+// The warp path's filter (kernels/topk.hip): the candidates (order word >= the k-th
+// largest lane maximum) go through a one-slot-per-lane list when there are at most warp
+// of them, through k rounds of warp maxima when there are more.  n experts tied at the
+// row's best score (the rest strictly below) make exactly n candidates once they sit in
+// k lanes or more: n = warp - 1, warp, warp + 1 and 2 x warp, at 8 and 16 slots per lane.
+TEST(TopkProperties, FilterListBothSidesOfOneSlotPerLane) {
+  HY4_REQUIRE_DEVICE();
+  const int ws = hy4::rt::warp_size();
+  for (int E : {256, 512})
+    for (int k : {1, 8, 32})
+      for (int n : {ws - 1, ws, ws + 1, 2 * ws}) {
+        std::mt19937_64 rng(static_cast<uint64_t>(E * 1000 + k * 100 + n));
+        if (n < k) continue;
+        std::vector<float> x(E), b(E, 0.0f);
+        for (int e = 0; e < E; ++e) x[e] = -1.0f - static_cast<float>(rng() % 1000) / 256.0f;
+        // tied expert i in lane i % ws (min(n, ws) >= k lanes), slot (i / ws + lane) % slots
+        const int slots = E / ws;
+        for (int i = 0; i < n; ++i) x[(i % ws) + ws * ((i / ws + i % ws) % slots)] = 1.5f;
+        TopkCase c = explicit_case(x, b, k, true, 2.5f);
+        c.shape.path = 1;
+        EXPECT_TRUE(topk_case_passes(c, "topk.FilterList.E" + std::to_string(E) + "k" + std::to_string(k) + "n" +
+                                            std::to_string(n)));
+      }
 }
 
 // Rows past the grid cap (kMaxGrid blocks x 8 rows at warp 32, x 4 at warp 64) are
