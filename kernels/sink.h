@@ -71,6 +71,14 @@ class SinkPlan {
     return static_cast<int>(n < 1 ? 1 : (n > kMaxTokensPerBlock ? kMaxTokensPerBlock : n));
   }
 
+  // Units (16-byte vectors or elements) one thread scales per token set, tokens_per_block
+  // x G x units / kBlockThreads with G x units <= max(2 kBlockThreads, units): 8 on the
+  // vector path (units <= kMaxDim / 4), 16 elements otherwise.  The kernel keeps them all
+  // in registers; the plan checks the bound.
+  static constexpr int max_units_per_thread(bool vector) {
+    return kMaxTokensPerBlock * (vector ? 2 : (kMaxDim > 2 * kBlockThreads ? kMaxDim / kBlockThreads : 2));
+  }
+
   explicit SinkPlan(const SinkArgs& args);  // throws ArgumentError naming the argument
   void launch(hy4::rt::Stream stream) const;
   const SinkArgs& args() const { return args_; }

@@ -5,16 +5,19 @@
 // then T / 2048 up to 4; grid-stride past SinkPlan::kMaxGrid), y = groups of G heads
 // (the plan picks G so a block has about two units per thread and token: HY V4's 8
 // heads x 512 bf16 = 512 16-byte vectors per token, one block of 256 threads).  Per set
-// a block does two phases: threads 0..P*G-1 each take one (token, head), read
-// kv_indptr, lse and the sink, form sink_lse and the scale with the project's exp_f32 /
-// log_f32, write lse and leave (scale, active) in shared memory; after a barrier every
-// thread scales its units of the P tokens' rows (16-byte vectors on the vector path,
-// elements otherwise), writing +0 for an empty row.  A second barrier guards the shared
+// a block does two phases: every thread first reads its units of the P tokens' rows
+// (16-byte vectors on the vector path, elements otherwise; at most
+// SinkPlan::max_units_per_thread, kept in registers), then threads 0..P*G-1 each take one
+// (token, head), read kv_indptr, lse and the sink, form sink_lse and the scale with the
+// project's exp_f32 / log_f32, write lse and leave (scale, active) in shared memory;
+// after a barrier every thread scales the units it holds and writes them back, +0 for an
+// empty row.  (Reading out first puts its loads in flight during the scalar phase: one
+// dependent memory round trip fewer per set.)  A second barrier guards the shared
 // slots before the next set.  The lse read and write of a head are one thread's, so
 // there is no race.
-// Bounded by: at one token per block, each block's dependent chain (the scalar phase,
-// then the out read) with only as many blocks in flight as fit; P tokens per block
-// amortise the chain and put P times the loads in flight (large T).  Memory: out is
+// Bounded by: at one token per block, each block's dependent chain (the out read beside
+// the scalar phase, the barrier, the write) with only as many blocks in flight as fit; P
+// tokens per block amortise the chain and put P times the loads in flight (large T).  Memory: out is
 // read and written once; the scale costs ~40 flops per head.
 // AMD budget: streaming like the gate, 4 waves/SIMD at least (it has 8; 256 B of LDS).
 // AMD budget: sink_kernel >= 4 waves/SIMD
@@ -60,13 +63,41 @@ HY4_DEVICE inline float scale_one(float o, float s) {
   return is_nan_f32(v) ? f32_from_bits(0x7fc00000u) : v;
 }
 
+// A unit of the scale phase: a 16-byte vector on the vector path, else one element.
+template <class OutT, bool kVector>
+struct SinkUnit { using type = dev::Vec<OutT, 16 / sizeof(OutT)>; };
+template <class OutT>
+struct SinkUnit<OutT, false> { using type = OutT; };
+
+// Unit u of a set: token t0 + u / row_units, head h0 + (u % row_units) / units, unit
+// u % units of that head's row.
+template <class UnitT, class OutT>
+HY4_DEVICE inline UnitT* unit_ptr(OutT* out, int64_t out_ts, int64_t out_hs, int64_t t0, int h0, int row_units,
+                                  int units, int u) {
+  const int dt = u / row_units, r = u - dt * row_units;
+  const int g = r / units, i = r - g * units;
+  OutT* row = out + (t0 + dt) * out_ts + static_cast<int64_t>(h0 + g) * out_hs;
+  return reinterpret_cast<UnitT*>(row) + i;
+}
+
+// A unit scaled by s, or +0 where the row is empty.
+template <class OutT, int N>
+HY4_DEVICE inline dev::Vec<OutT, N> scaled_unit(dev::Vec<OutT, N> v, bool active, float s) {
+#pragma unroll
+  for (int j = 0; j < N; ++j) v.v[j] = active ? scale_one(v.v[j], s) : OutT(0);
+  return v;
+}
+HY4_DEVICE inline uint16_t scaled_unit(uint16_t o, bool active, float s) { return active ? scale_one(o, s) : uint16_t(0); }
+HY4_DEVICE inline float scaled_unit(float o, bool active, float s) { return active ? scale_one(o, s) : 0.0f; }
+
 template <class OutT, bool kVector>
 __global__ void HY4_LAUNCH_BOUNDS(SinkPlan::kBlockThreads)
     sink_kernel(OutT* out, int64_t out_ts, int64_t out_hs, float* lse, int64_t lse_ts, int64_t lse_hs,
                 const float* sinks, const int32_t* kv_indptr, int64_t tokens, int heads, int dim, int group,
                 int per_block) {
-  using Vec = dev::Vec<OutT, 16 / sizeof(OutT)>;
+  using UnitT = typename SinkUnit<OutT, kVector>::type;
   constexpr int kVec = 16 / sizeof(OutT);
+  constexpr int kUnits = SinkPlan::max_units_per_thread(kVector);  // the plan checks the set fits
   HY4_SHARED(float, scale_s, SinkPlan::kMaxTokensPerBlock * SinkPlan::kMaxGroupHeads);
   HY4_SHARED(int, active_s, SinkPlan::kMaxTokensPerBlock * SinkPlan::kMaxGroupHeads);
   const int h0 = static_cast<int>(blockIdx.y) * group;
@@ -76,6 +107,16 @@ __global__ void HY4_LAUNCH_BOUNDS(SinkPlan::kBlockThreads)
   for (int64_t t0 = static_cast<int64_t>(blockIdx.x) * per_block; t0 < tokens;
        t0 += static_cast<int64_t>(gridDim.x) * per_block) {
     const int n_tok = tokens - t0 < per_block ? static_cast<int>(tokens - t0) : per_block;
+    const int row_units = g_count * units;
+    const int set_units = n_tok * row_units;
+    // This thread's units (at most kUnits) are read before the scalar phase, so the loads
+    // are in flight while it runs (a row found empty is read for nothing).
+    UnitT pre[kUnits];
+#pragma unroll
+    for (int j = 0; j < kUnits; ++j) {
+      const int u = tid + j * static_cast<int>(blockDim.x);
+      if (u < set_units) pre[j] = *unit_ptr<UnitT>(out, out_ts, out_hs, t0, h0, row_units, units, u);
+    }
     if (tid < n_tok * g_count) {  // (token, head) pair tid: at most 4 x 32 <= 256 threads
       const int dt = tid / g_count, g = tid - dt * g_count;
       const int64_t t = t0 + dt;
@@ -88,27 +129,13 @@ __global__ void HY4_LAUNCH_BOUNDS(SinkPlan::kBlockThreads)
       active_s[tid] = active ? 1 : 0;
     }
     dev::sync_block();
-    const int row_units = g_count * units;
-    for (int u = tid; u < n_tok * row_units; u += static_cast<int>(blockDim.x)) {
-      const int dt = u / row_units, r = u - dt * row_units;
-      const int g = r / units, i = r - g * units;
-      OutT* row = out + (t0 + dt) * out_ts + static_cast<int64_t>(h0 + g) * out_hs;
-      const bool active = active_s[dt * g_count + g] != 0;
-      const float s = scale_s[dt * g_count + g];
-      if (kVector) {
-        Vec* p = reinterpret_cast<Vec*>(row) + i;
-        Vec v;
-        if (active) {
-          v = *p;
 #pragma unroll
-          for (int j = 0; j < kVec; ++j) v.v[j] = scale_one(v.v[j], s);
-        } else {
-#pragma unroll
-          for (int j = 0; j < kVec; ++j) v.v[j] = OutT(0);
-        }
-        *p = v;
-      } else {
-        row[i] = active ? scale_one(row[i], s) : OutT(0);
+    for (int j = 0; j < kUnits; ++j) {
+      const int u = tid + j * static_cast<int>(blockDim.x);
+      if (u < set_units) {
+        const int dt = u / row_units, g = (u - dt * row_units) / units;
+        *unit_ptr<UnitT>(out, out_ts, out_hs, t0, h0, row_units, units, u) =
+            scaled_unit(pre[j], active_s[dt * g_count + g] != 0, scale_s[dt * g_count + g]);
       }
     }
     dev::sync_block();

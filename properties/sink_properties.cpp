@@ -242,6 +242,30 @@ TEST(SinkProperties, EveryTokensPerBlockSplitBothSides) {
   EXPECT_EQ(SinkPlan::tokens_per_block(int64_t{1} << 24), SinkPlan::kMaxTokensPerBlock);
 }
 
+// A thread's units (read before the scalar phase, kept in registers) at their most: four
+// tokens per block (T = 8193, the last set one token) with 512 vectors per token (fp32
+// D = 1024, two heads: 8 per thread) and 1024 elements per token on the scalar path (fp32
+// D = 1024 misaligned, bf16 D = 1023: 16 per thread), and one unit fewer per token.
+TEST(SinkProperties, EveryUnitSlotOfAThreadAtFourTokensPerBlock) {
+  HY4_REQUIRE_DEVICE();
+  struct Shape { int64_t H, D; bool bf16, misaligned; };
+  for (const Shape& s : {Shape{2, 1024, false, false}, Shape{2, 1020, false, false}, Shape{1, 1024, false, true},
+                         Shape{1, 1023, true, false}}) {
+    SinkShape sh;
+    sh.T = 8193;
+    sh.H = s.H;
+    sh.D = s.D;
+    sh.out_bf16 = s.bf16;
+    if (s.misaligned) {
+      sh.out_offset = 2;
+      sh.out_head_pad = 8;
+    }
+    sh.values = SinkValues::Mixed;
+    const std::string name = "sink.UnitSlots.H" + std::to_string(s.H) + "D" + std::to_string(s.D) + (s.bf16 ? "bf16" : "f32");
+    EXPECT_TRUE(sink_case_passes(make_sink_case(0x51 + s.D, sh), name));
+  }
+}
+
 // Tokens past the grid cap (SinkPlan::kMaxGrid blocks of kMaxTokensPerBlock tokens) are
 // reached only through the grid-stride loop: H = 1, D = 1 keeps it cheap; D = 8 takes the
 // vector path there.
