@@ -75,9 +75,9 @@ class SinkPlan {
   // x G x units / kBlockThreads with G x units <= max(2 kBlockThreads, units): 8 on the
   // vector path (units <= kMaxDim / 4), 16 elements otherwise.  The kernel keeps them all
   // in registers; the plan checks the bound.
-  static constexpr int max_units_per_thread(bool vector) {
-    return kMaxTokensPerBlock * (vector ? 2 : (kMaxDim > 2 * kBlockThreads ? kMaxDim / kBlockThreads : 2));
-  }
+  static constexpr int kMaxUnitsVector = kMaxTokensPerBlock * 2;
+  static constexpr int kMaxUnitsScalar =
+      kMaxTokensPerBlock * (kMaxDim > 2 * kBlockThreads ? static_cast<int>(kMaxDim) / kBlockThreads : 2);
 
   explicit SinkPlan(const SinkArgs& args);  // throws ArgumentError naming the argument
   void launch(hy4::rt::Stream stream) const;

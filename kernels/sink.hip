@@ -7,7 +7,7 @@
 // heads x 512 bf16 = 512 16-byte vectors per token, one block of 256 threads).  Per set
 // a block does two phases: every thread first reads its units of the P tokens' rows
 // (16-byte vectors on the vector path, elements otherwise; at most
-// SinkPlan::max_units_per_thread, kept in registers), then threads 0..P*G-1 each take one
+// SinkPlan::kMaxUnitsVector / kMaxUnitsScalar, kept in registers), then threads 0..P*G-1 each take one
 // (token, head), read kv_indptr, lse and the sink, form sink_lse and the scale with the
 // project's exp_f32 / log_f32, write lse and leave (scale, active) in shared memory;
 // after a barrier every thread scales the units it holds and writes them back, +0 for an
@@ -97,7 +97,7 @@ __global__ void HY4_LAUNCH_BOUNDS(SinkPlan::kBlockThreads)
                 int per_block) {
   using UnitT = typename SinkUnit<OutT, kVector>::type;
   constexpr int kVec = 16 / sizeof(OutT);
-  constexpr int kUnits = SinkPlan::max_units_per_thread(kVector);  // the plan checks the set fits
+  constexpr int kUnits = kVector ? SinkPlan::kMaxUnitsVector : SinkPlan::kMaxUnitsScalar;  // the plan checks the set fits
   HY4_SHARED(float, scale_s, SinkPlan::kMaxTokensPerBlock * SinkPlan::kMaxGroupHeads);
   HY4_SHARED(int, active_s, SinkPlan::kMaxTokensPerBlock * SinkPlan::kMaxGroupHeads);
   const int h0 = static_cast<int>(blockIdx.y) * group;

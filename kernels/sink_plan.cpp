@@ -93,9 +93,9 @@ SinkPlan::SinkPlan(const SinkArgs& a) : args_(a) {
   grid_x_ = std::min<int64_t>((T + tb - 1) / tb, kMaxGrid);
   grid_y_ = (H + group_ - 1) / group_;
   const int64_t per_thread = (tb * group_ * units + kBlockThreads - 1) / kBlockThreads;
-  if (per_thread > max_units_per_thread(vector_))
-    throw std::logic_error("sink plan: " + str(per_thread) + " units per thread exceed the kernel's " +
-                           str(max_units_per_thread(vector_)));
+  const int max_units = vector_ ? kMaxUnitsVector : kMaxUnitsScalar;
+  if (per_thread > max_units)
+    throw std::logic_error("sink plan: " + str(per_thread) + " units per thread exceed the kernel's " + str(max_units));
 }
 
 }  // namespace hy4
