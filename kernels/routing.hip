@@ -40,7 +40,9 @@
 //     (blocks past the chunks rank nothing) and its share of the padding.
 // The ids and weights are read before the device row count is known (every j < T*k is
 // inside the views), four groups at a time (kGroupsAhead), so the row count, id and
-// weight reads overlap; every count-matrix read of a sort thread is in flight at once.
+// weight reads overlap; the sort kernel reads a warp's first four groups (its whole run
+// at decode) once, weights with them, for both the count and the ranking; every
+// count-matrix read of a sort thread is in flight at once.
 // Shares of the padding are made on the host (no 64-bit division on the device).
 // Bounded by (H200, ncu): the dependent chain of a few hundred instructions per warp at
 // 8 warps per SM (decode: ~800 issued per warp, ~8 cycles each), and at large T the
@@ -131,20 +133,47 @@ HY4_DEVICE inline void zero_moe_rows(uint16_t* moe_out, int64_t moe_stride, int6
 // Groups of warpSize entries whose reads (ids; weights when ranking) are issued together.
 constexpr int kGroupsAhead = 4;
 
-// Counts the warp's run [a, b) into hist[row + e] (zeroed before).
+// kGroupsAhead groups of a warp's entries, read together: the lane's ids, weights (when
+// ranking) and (t << 5) | s.
+struct EntryBatch {
+  int32_t id[kGroupsAhead];
+  float wt[kGroupsAhead];
+  uint32_t ts[kGroupsAhead];
+  // Reads the groups from base (the cursor at base + lane, advanced past them); entries
+  // j >= b read nothing (id -1).  weights == nullptr: the ids alone.
+  HY4_DEVICE void read(const EntryReader& r, const float* weights, int64_t weights_stride, uint32_t base, uint32_t b,
+                       EntryCursor& at) {
+    const int ws = dev::warp_size(), lane = dev::lane_id();
+#pragma unroll
+    for (int u = 0; u < kGroupsAhead; ++u, at.step()) {
+      const uint32_t j = base + u * ws + lane;
+      id[u] = r.raw_id(j, at.t, at.s, b);
+      wt[u] = weights != nullptr && j < b ? weights[static_cast<int64_t>(at.t) * weights_stride + at.s] : 0.0f;
+      ts[u] = (at.t << 5) | at.s;
+    }
+  }
+};
+
+// Counts the warp's run [a, b) into hist[row + e] (zeroed before).  first != nullptr: the
+// run's first batch is read with its weights and kept there for the ranking.
 template <class Shared>
-HY4_DEVICE void count_run(const EntryReader& r, uint32_t a, uint32_t b, Shared hist, int row) {
+HY4_DEVICE void count_run(const EntryReader& r, uint32_t a, uint32_t b, Shared hist, int row, const float* weights,
+                          int64_t weights_stride, EntryBatch* first) {
   const int ws = dev::warp_size();
   const int lane = dev::lane_id();
   EntryCursor at(a + lane, r.k, static_cast<uint32_t>(ws));
   for (uint32_t base = a; base < b; base += static_cast<uint32_t>(ws * kGroupsAhead)) {
-    int32_t id[kGroupsAhead];  // the ids of kGroupsAhead groups in flight together
-#pragma unroll
-    for (int u = 0; u < kGroupsAhead; ++u, at.step()) id[u] = r.raw_id(base + u * ws + lane, at.t, at.s, b);
+    EntryBatch batch;
+    if (first != nullptr && base == a) {
+      first->read(r, weights, weights_stride, base, b, at);
+      batch = *first;
+    } else {
+      batch.read(r, nullptr, 0, base, b, at);
+    }
 #pragma unroll
     for (int u = 0; u < kGroupsAhead; ++u) {
       if (base + u * ws >= b) break;  // warp-uniform
-      const int e = r.expert_of(base + u * ws + lane, id[u]);
+      const int e = r.expert_of(base + u * ws + lane, batch.id[u]);
       const uint64_t m = r.same_expert_lanes(e);
       if (e >= 0 && lane == dev::lowest_lane(m)) hist[row + e] += __builtin_popcountll(m);
       dev::sync_warp();
@@ -153,16 +182,17 @@ HY4_DEVICE void count_run(const EntryReader& r, uint32_t a, uint32_t b, Shared h
 }
 
 // The block's count of its entries [r0, r1): one run per warp (its [a, b)), the rows of
-// the warps with entries zeroed, then each warp's run counted into its row.  Returns the
-// warps with entries (the rows in use).
+// the warps with entries zeroed, then each warp's run counted into its row (first: as in
+// count_run).  Returns the warps with entries (the rows in use).
 template <class Shared>
-HY4_DEVICE int count_block(const EntryReader& r, uint32_t r0, uint32_t r1, Shared hist, uint32_t& a, uint32_t& b) {
+HY4_DEVICE int count_block(const EntryReader& r, uint32_t r0, uint32_t r1, Shared hist, uint32_t& a, uint32_t& b,
+                           const float* weights = nullptr, int64_t weights_stride = 0, EntryBatch* first = nullptr) {
   const int nt = static_cast<int>(blockDim.x), tid = static_cast<int>(threadIdx.x);
   const int ws = dev::warp_size(), warp = tid / ws;
   const int active = warp_run(r0, r1, nt / ws, warp, ws, a, b);
   for (int i = tid; i < active * r.experts; i += nt) hist[i] = 0;
   dev::sync_block();
-  count_run(r, a, b, hist, warp * r.experts);
+  count_run(r, a, b, hist, warp * r.experts, weights, weights_stride, first);
   dev::sync_block();
   return active;
 }
@@ -237,7 +267,8 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
   const uint32_t n = static_cast<uint32_t>(rows * k);
   uint32_t r0 = 0, r1 = n, a, b;  // the entries this block ranks
   if (!one_kernel) part_of(n, static_cast<uint64_t>(chunk_tokens * k), c, r0, r1);
-  const int active = count_block(r, r0, r1, hist, a, b);  // warps with entries: the rows used
+  EntryBatch first;  // the warp's first batch, read once for the count and the ranking
+  const int active = count_block(r, r0, r1, hist, a, b, weights, weights_stride, &first);  // warps with entries: the rows used
 
   // Thread e: the warps' exclusive sums (in place), the expert's total and padded size.
   const int e = tid;
@@ -282,21 +313,18 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
   const int row = warp * experts;
   EntryCursor at(a + lane, r.k, static_cast<uint32_t>(ws));
   for (uint32_t base = a; base < b; base += static_cast<uint32_t>(ws * kGroupsAhead)) {
-    int32_t id[kGroupsAhead];
-    uint32_t ts[kGroupsAhead];  // (t << 5) | s
-    float wt[kGroupsAhead];     // read with the id (j < b: inside the view), before it is known to be needed
-#pragma unroll
-    for (int u = 0; u < kGroupsAhead; ++u, at.step()) {
-      const uint32_t j = base + u * ws + lane;
-      id[u] = r.raw_id(j, at.t, at.s, b);
-      wt[u] = j < b ? weights[static_cast<int64_t>(at.t) * weights_stride + at.s] : 0.0f;
-      ts[u] = (at.t << 5) | at.s;
+    EntryBatch batch;
+    if (base == a) {
+      batch = first;
+      for (int u = 0; u < kGroupsAhead; ++u) at.step();
+    } else {
+      batch.read(r, weights, weights_stride, base, b, at);
     }
 #pragma unroll
     for (int u = 0; u < kGroupsAhead; ++u) {
       if (base + u * ws >= b) break;  // warp-uniform
       const uint32_t j = base + u * ws + lane;
-      const int x = r.expert_of(j, id[u]);
+      const int x = r.expert_of(j, batch.id[u]);
       const uint64_t m = r.same_expert_lanes(x);
       const int leader = x >= 0 ? dev::lowest_lane(m) : lane;
       int32_t start = x >= 0 && lane == leader ? static_cast<int32_t>(hist[row + x]) : 0;
@@ -305,8 +333,8 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
         if (lane == leader) hist[row + x] = start + __builtin_popcountll(m);
         if (j >= w0 && j < w1) {
           const int32_t pos = seg_base[x] + start + __builtin_popcountll(m & below);
-          sorted_ids[pos] = static_cast<int32_t>(((ts[u] & 31u) << 24) | (ts[u] >> 5));
-          sorted_weights[pos] = wt[u];
+          sorted_ids[pos] = static_cast<int32_t>(((batch.ts[u] & 31u) << 24) | (batch.ts[u] >> 5));
+          sorted_weights[pos] = batch.wt[u];
         }
       }
       dev::sync_warp();
