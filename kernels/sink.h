@@ -71,13 +71,12 @@ class SinkPlan {
     return static_cast<int>(n < 1 ? 1 : (n > kMaxTokensPerBlock ? kMaxTokensPerBlock : n));
   }
 
-  // Units (16-byte vectors or elements) one thread scales per token set, tokens_per_block
-  // x G x units / kBlockThreads with G x units <= max(2 kBlockThreads, units): 8 on the
-  // vector path (units <= kMaxDim / 4), 16 elements otherwise.  The kernel keeps them all
-  // in registers; the plan checks the bound.
-  static constexpr int kMaxUnitsVector = kMaxTokensPerBlock * 2;
-  static constexpr int kMaxUnitsScalar =
-      kMaxTokensPerBlock * (kMaxDim > 2 * kBlockThreads ? static_cast<int>(kMaxDim) / kBlockThreads : 2);
+  // Units (16-byte vectors or elements) of one token's G head rows per thread: G x units
+  // <= max(2 kBlockThreads, units), so 2 on the vector path (units <= kMaxDim / 4) and
+  // kMaxDim / kBlockThreads = 4 elements otherwise.  The kernel keeps a set's units (up to
+  // kMaxTokensPerBlock tokens) in registers; the plan checks the bound.
+  static constexpr int kRowSlotsVector = 2;
+  static constexpr int kRowSlotsScalar = kMaxDim > 2 * kBlockThreads ? static_cast<int>(kMaxDim) / kBlockThreads : 2;
 
   explicit SinkPlan(const SinkArgs& args);  // throws ArgumentError naming the argument
   void launch(hy4::rt::Stream stream) const;

@@ -6,8 +6,9 @@
 // (the plan picks G so a block has about two units per thread and token: HY V4's 8
 // heads x 512 bf16 = 512 16-byte vectors per token, one block of 256 threads).  Per set
 // a block does two phases: every thread first reads its units of the P tokens' rows
-// (16-byte vectors on the vector path, elements otherwise; at most
-// SinkPlan::kMaxUnitsVector / kMaxUnitsScalar, kept in registers), then threads 0..P*G-1 each take one
+// (16-byte vectors on the vector path, elements otherwise; units tid + j * 256 of each
+// token's G head rows, at most SinkPlan::kRowSlotsVector / kRowSlotsScalar per token,
+// kept in registers with their offsets made once per thread), then threads 0..P*G-1 each take one
 // (token, head), read kv_indptr, lse and the sink, form sink_lse and the scale with the
 // project's exp_f32 / log_f32, write lse and leave (scale, active) in shared memory;
 // after a barrier every thread scales the units it holds and writes them back, +0 for an
@@ -19,7 +20,7 @@
 // the scalar phase, the barrier, the write) with only as many blocks in flight as fit; P
 // tokens per block amortise the chain and put P times the loads in flight (large T).  Memory: out is
 // read and written once; the scale costs ~40 flops per head.
-// AMD budget: streaming like the gate, 4 waves/SIMD at least (it has 8; 256 B of LDS).
+// AMD budget: streaming like the gate, 4 waves/SIMD at least (1 KiB of LDS).
 // AMD budget: sink_kernel >= 4 waves/SIMD
 #include "platform/hy4_numeric.h"
 #include "platform/hy4_platform.h"
@@ -69,17 +70,6 @@ struct SinkUnit { using type = dev::Vec<OutT, 16 / sizeof(OutT)>; };
 template <class OutT>
 struct SinkUnit<OutT, false> { using type = OutT; };
 
-// Unit u of a set: token t0 + u / row_units, head h0 + (u % row_units) / units, unit
-// u % units of that head's row.
-template <class UnitT, class OutT>
-HY4_DEVICE inline UnitT* unit_ptr(OutT* out, int64_t out_ts, int64_t out_hs, int64_t t0, int h0, int row_units,
-                                  int units, int u) {
-  const int dt = u / row_units, r = u - dt * row_units;
-  const int g = r / units, i = r - g * units;
-  OutT* row = out + (t0 + dt) * out_ts + static_cast<int64_t>(h0 + g) * out_hs;
-  return reinterpret_cast<UnitT*>(row) + i;
-}
-
 // A unit scaled by s, or +0 where the row is empty.
 template <class OutT, int N>
 HY4_DEVICE inline dev::Vec<OutT, N> scaled_unit(dev::Vec<OutT, N> v, bool active, float s) {
@@ -97,26 +87,41 @@ __global__ void HY4_LAUNCH_BOUNDS(SinkPlan::kBlockThreads)
                 int per_block) {
   using UnitT = typename SinkUnit<OutT, kVector>::type;
   constexpr int kVec = 16 / sizeof(OutT);
-  constexpr int kUnits = kVector ? SinkPlan::kMaxUnitsVector : SinkPlan::kMaxUnitsScalar;  // the plan checks the set fits
+  constexpr int kElems = kVector ? kVec : 1;  // elements per unit
+  constexpr int kEarly = 1;  // tokens of a set read before the scalar phase
+  constexpr int kSlots = kVector ? SinkPlan::kRowSlotsVector : SinkPlan::kRowSlotsScalar;  // the plan checks G x units fits
   HY4_SHARED(float, scale_s, SinkPlan::kMaxTokensPerBlock * SinkPlan::kMaxGroupHeads);
   HY4_SHARED(int, active_s, SinkPlan::kMaxTokensPerBlock * SinkPlan::kMaxGroupHeads);
   const int h0 = static_cast<int>(blockIdx.y) * group;
   const int g_count = heads - h0 < group ? heads - h0 : group;
   const int units = kVector ? dim / kVec : dim;
   const int tid = static_cast<int>(threadIdx.x);
+  // This thread's units of a token's G head rows, r = tid + slot * blockDim (the same for
+  // every token): head g = r / units, offset from the token's row start, valid or not.
+  const int row_units = g_count * units;
+  int64_t offset[kSlots];
+  int head_of[kSlots];
+#pragma unroll
+  for (int j = 0; j < kSlots; ++j) {
+    const int r = tid + j * static_cast<int>(blockDim.x);
+    const int g = r < row_units ? r / units : -1;
+    head_of[j] = g;
+    offset[j] = g < 0 ? 0 : static_cast<int64_t>(h0 + g) * out_hs + static_cast<int64_t>(r - g * units) * kElems;
+  }
   for (int64_t t0 = static_cast<int64_t>(blockIdx.x) * per_block; t0 < tokens;
        t0 += static_cast<int64_t>(gridDim.x) * per_block) {
     const int n_tok = tokens - t0 < per_block ? static_cast<int>(tokens - t0) : per_block;
-    const int row_units = g_count * units;
-    const int set_units = n_tok * row_units;
-    // This thread's units (at most kUnits) are read before the scalar phase, so the loads
-    // are in flight while it runs (a row found empty is read for nothing).
-    UnitT pre[kUnits];
+    // The first kEarly tokens' units of this thread are read before the scalar phase, so
+    // the loads are in flight while it runs (a row found empty is read for nothing); the
+    // other tokens' after the barrier, a token at a time, where other blocks cover the
+    // wait.  (All four tokens early: 86 registers on sm_90, VGPR spills on gfx942.)
+    UnitT pre[kEarly][kSlots];
 #pragma unroll
-    for (int j = 0; j < kUnits; ++j) {
-      const int u = tid + j * static_cast<int>(blockDim.x);
-      if (u < set_units) pre[j] = *unit_ptr<UnitT>(out, out_ts, out_hs, t0, h0, row_units, units, u);
-    }
+    for (int dt = 0; dt < kEarly; ++dt)
+#pragma unroll
+      for (int j = 0; j < kSlots; ++j)
+        if (dt < n_tok && head_of[j] >= 0)
+          pre[dt][j] = *reinterpret_cast<const UnitT*>(out + (t0 + dt) * out_ts + offset[j]);
     if (tid < n_tok * g_count) {  // (token, head) pair tid: at most 4 x 32 <= 256 threads
       const int dt = tid / g_count, g = tid - dt * g_count;
       const int64_t t = t0 + dt;
@@ -130,13 +135,26 @@ __global__ void HY4_LAUNCH_BOUNDS(SinkPlan::kBlockThreads)
     }
     dev::sync_block();
 #pragma unroll
-    for (int j = 0; j < kUnits; ++j) {
-      const int u = tid + j * static_cast<int>(blockDim.x);
-      if (u < set_units) {
-        const int dt = u / row_units, g = (u - dt * row_units) / units;
-        *unit_ptr<UnitT>(out, out_ts, out_hs, t0, h0, row_units, units, u) =
-            scaled_unit(pre[j], active_s[dt * g_count + g] != 0, scale_s[dt * g_count + g]);
-      }
+    for (int dt = 0; dt < kEarly; ++dt)
+#pragma unroll
+      for (int j = 0; j < kSlots; ++j)
+        if (dt < n_tok && head_of[j] >= 0) {
+          const int slot = dt * g_count + head_of[j];
+          *reinterpret_cast<UnitT*>(out + (t0 + dt) * out_ts + offset[j]) =
+              scaled_unit(pre[dt][j], active_s[slot] != 0, scale_s[slot]);
+        }
+    for (int dt = kEarly; dt < n_tok; ++dt) {  // the later tokens: read, scale, write
+      UnitT late[kSlots];
+#pragma unroll
+      for (int j = 0; j < kSlots; ++j)
+        if (head_of[j] >= 0) late[j] = *reinterpret_cast<const UnitT*>(out + (t0 + dt) * out_ts + offset[j]);
+#pragma unroll
+      for (int j = 0; j < kSlots; ++j)
+        if (head_of[j] >= 0) {
+          const int slot = dt * g_count + head_of[j];
+          *reinterpret_cast<UnitT*>(out + (t0 + dt) * out_ts + offset[j]) =
+              scaled_unit(late[j], active_s[slot] != 0, scale_s[slot]);
+        }
     }
     dev::sync_block();
   }

@@ -92,10 +92,10 @@ SinkPlan::SinkPlan(const SinkArgs& a) : args_(a) {
   const int tb = tokens_per_block(T);
   grid_x_ = std::min<int64_t>((T + tb - 1) / tb, kMaxGrid);
   grid_y_ = (H + group_ - 1) / group_;
-  const int64_t per_thread = (tb * group_ * units + kBlockThreads - 1) / kBlockThreads;
-  const int max_units = vector_ ? kMaxUnitsVector : kMaxUnitsScalar;
-  if (per_thread > max_units)
-    throw std::logic_error("sink plan: " + str(per_thread) + " units per thread exceed the kernel's " + str(max_units));
+  const int64_t per_thread = (group_ * units + kBlockThreads - 1) / kBlockThreads;  // per token
+  const int slots = vector_ ? kRowSlotsVector : kRowSlotsScalar;
+  if (per_thread > slots)
+    throw std::logic_error("sink plan: " + str(per_thread) + " units per thread and token exceed the kernel's " + str(slots));
 }
 
 }  // namespace hy4

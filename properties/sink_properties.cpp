@@ -242,10 +242,11 @@ TEST(SinkProperties, EveryTokensPerBlockSplitBothSides) {
   EXPECT_EQ(SinkPlan::tokens_per_block(int64_t{1} << 24), SinkPlan::kMaxTokensPerBlock);
 }
 
-// A thread's units (read before the scalar phase, kept in registers) at their most: four
-// tokens per block (T = 8193, the last set one token) with 512 vectors per token (fp32
-// D = 1024, two heads: 8 per thread) and 1024 elements per token on the scalar path (fp32
-// D = 1024 misaligned, bf16 D = 1023: 16 per thread), and one unit fewer per token.
+// A thread's units at their most: four tokens per block (T = 8193, the last set one
+// token; the first token of a set is read before the scalar phase, the others after it)
+// with 512 vectors per token (fp32 D = 1024, two heads: SinkPlan::kRowSlotsVector = 2 per
+// thread and token) and 1024 elements per token on the scalar path (fp32 D = 1024
+// misaligned, bf16 D = 1023: kRowSlotsScalar = 4), and one unit fewer per token.
 TEST(SinkProperties, EveryUnitSlotOfAThreadAtFourTokensPerBlock) {
   HY4_REQUIRE_DEVICE();
   struct Shape { int64_t H, D; bool bf16, misaligned; };
