@@ -50,7 +50,10 @@ HY4_DEVICE inline bool sink_scalars(int32_t begin, int32_t end, float lse, float
       *sink_lse = pos_inf;
       *scale = 0.0f;
     } else {
-      const float l = m + log_f32(exp_f32(safe - m) + exp_f32(sink - m));
+      // exp_f32(safe - m) + exp_f32(sink - m) with one exp: the larger term is exp_f32(0) =
+      // 1 exactly and fp32 + commutes, so the sum is 1 + exp_f32(lo - m) bit for bit.
+      const float lo = safe > sink ? sink : safe;
+      const float l = m + log_f32(1.0f + exp_f32(lo - m));
       *sink_lse = l;
       *scale = exp_f32(safe - l);
     }
