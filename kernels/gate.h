@@ -35,6 +35,10 @@ class GatePlan {
   static constexpr int64_t kMaxGrid = 65535;  // blocks; rows past it are reached by the grid-stride loop
   // From this many rows on, a block takes two rows per pass (grid = ceil(T / 2)).
   static constexpr int64_t kPairFromRows = 1024;
+  // Below this many rows a row is cut into slices of kSliceThreads threads (grid y), so a
+  // decode batch's loads are spread over more SMs than one block per row reaches.
+  static constexpr int64_t kSliceBelowRows = 16;
+  static constexpr int kSliceThreads = 64;
 
   // Validates everything; throws ArgumentError naming the argument and the limit.
   explicit GatePlan(const GateArgs& args);
@@ -46,6 +50,7 @@ class GatePlan {
   bool vector_path() const { return vector_; }
   int block_threads() const { return block_; }
   int64_t grid_blocks() const { return grid_; }
+  int64_t grid_slices() const { return slices_; }  // blocks per row (grid y)
   // s = bf16(sigmoid_f32(g)) for every bf16 pattern g (65536 entries) on the device
   // the plan was made on.  See sigmoid_table() below.
   const uint16_t* sigmoid_table() const { return table_; }
@@ -56,6 +61,7 @@ class GatePlan {
   bool vector_ = false;  // rows start 16-byte aligned: 8-wide loads for the prefix, scalar tail
   int block_ = 64;
   int64_t grid_ = 0;
+  int64_t slices_ = 1;
 };
 
 // The gate's sigmoid table of the current device: 65536 bf16 entries, entry g =

@@ -42,6 +42,9 @@ namespace {
 //                       scalar; 504..528, 1016..1032, 1528..1544, 2030..2066 vector)
 //   rows per block      1 (T < kPairFromRows) | 2 (from it on; odd T leaves the last pass one
 //                       row): PairedRowsBothSidesOfTheSplit, T = kPairFromRows - 1 .. + 2
+//   row slices          T < kSliceBelowRows: 64-thread blocks, ceil(units / 64) slices per
+//                       row along grid y | T >= it: one block per row (EveryWidth at T = 3
+//                       and T = 16; SlicedRowsBothSidesOfTheSplit, T = 15 | 16)
 //   grid cap            GatePlan::kMaxGrid blocks = 2 x kMaxGrid rows (RowsPastTheGridCap)
 //   in place | not;  T = 0 | 1 | several
 rc::Gen<GateShape> gen_gate_shape(int64_t max_T) {
@@ -137,13 +140,15 @@ TEST(GateProperties, EveryWidthFrom1To300AndAroundEveryBlockSplit) {
   for (int64_t w = 1; w <= 300; ++w) widths.push_back(w);
   for (int64_t lo : {504, 1016, 1528, 2030})
     for (int64_t w = lo; w <= (lo == 2030 ? 2066 : lo + 24); ++w) widths.push_back(w);
-  for (int64_t w : widths) {
-    GateShape shape;
-    shape.T = 3;
-    shape.W = w;
-    shape.out_pad = w % 3;
-    EXPECT_TRUE(gate_case_passes(make_gate_case(1000 + w, shape), "gate.EveryWidth.W" + std::to_string(w)));
-  }
+  for (int64_t T : {int64_t{3}, GatePlan::kSliceBelowRows})  // sliced rows | a block per row
+    for (int64_t w : widths) {
+      GateShape shape;
+      shape.T = T;
+      shape.W = w;
+      shape.out_pad = w % 3;
+      EXPECT_TRUE(gate_case_passes(make_gate_case(1000 * T + w, shape),
+                                   "gate.EveryWidth.T" + std::to_string(T) + "W" + std::to_string(w)));
+    }
 }
 
 TEST(GateProperties, ZeroRowsLaunchesNothingAndWritesNothing) {
@@ -182,6 +187,36 @@ TEST(GateProperties, PairedRowsBothSidesOfTheSplit) {
       const GateCase c = make_gate_case(0x9a1 + dT * 16 + W, shape);
       EXPECT_TRUE(gate_case_passes(c, "gate.PairedRows.T" + std::to_string(shape.T) + "W" + std::to_string(W)));
     }
+}
+
+// Below GatePlan::kSliceBelowRows rows a row is cut into slices of 64 threads (grid y):
+// both sides of the split, at HY V4's width (4 slices), with a tail (vector) and on the
+// scalar path (unaligned rows: 33 slices of 2049 elements), one slice (W = 8), in place
+// and not, and the plan's choice itself.
+TEST(GateProperties, SlicedRowsBothSidesOfTheSplit) {
+  HY4_REQUIRE_DEVICE();
+  for (int64_t T : {int64_t{1}, GatePlan::kSliceBelowRows - 1, GatePlan::kSliceBelowRows})
+    for (int64_t W : {8, 2048, 2049, 2056}) {
+      for (int64_t offset : {0, 1})
+        for (bool in_place : {false, true}) {  // in place, a slice written twice would be gated twice
+          GateShape shape;
+          shape.T = T;
+          shape.W = W;
+          shape.gate_offset = offset;
+          shape.in_place = in_place;
+          const GateCase c = make_gate_case(0x5c + T * 4096 + W + offset, shape);
+          EXPECT_TRUE(gate_case_passes(c, "gate.SlicedRows.T" + std::to_string(T) + "W" + std::to_string(W) + "o" +
+                                              std::to_string(offset) + (in_place ? "inplace" : "")));
+        }
+    }
+  // The plan's choice (the views are only validated, never launched).
+  alignas(16) static uint16_t buf[3][16 * 2048];
+  auto plan_of = [](int64_t T) { return GatePlan(dense_gate_args(buf[0], buf[1], buf[2], T, 2048)); };
+  EXPECT_EQ(plan_of(1).grid_slices(), 4);
+  EXPECT_EQ(plan_of(1).block_threads(), GatePlan::kSliceThreads);
+  EXPECT_EQ(plan_of(GatePlan::kSliceBelowRows - 1).grid_slices(), 4);
+  EXPECT_EQ(plan_of(GatePlan::kSliceBelowRows).grid_slices(), 1);
+  EXPECT_EQ(plan_of(GatePlan::kSliceBelowRows).block_threads(), 256);
 }
 
 TEST(GateProperties, InPlaceEqualsOutOfPlace) {
