@@ -129,23 +129,22 @@ __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const voi
         v = keep_max ? (pv > v ? pv : v) : (pv < v ? pv : v);
       }
     const uint32_t floor_word = dev::shfl_idx(v, k - 1);
-    // The candidates (order word >= floor) get list positions by ballots, slot by slot.
-    int pos[kPerLane];
+    // The candidates (order word >= floor) get list positions by ballots, slot by slot,
+    // and are written to the list as they come (positions past ws are dropped: the
+    // fallback below does not use the list).
     int n = 0;
 #pragma unroll
     for (int j = 0; j < kPerLane; ++j) {
       const bool c = key_order(key[j]) >= floor_word;
       const uint64_t b = dev::ballot(c);
-      pos[j] = c ? n + __builtin_popcountll(b & below) : -1;
+      const int pos = n + __builtin_popcountll(b & below);
+      if (c && pos < ws) {
+        cand_key[cbase + pos] = key[j];
+        cand_s[cbase + pos] = s_reg[j];
+      }
       n += __builtin_popcountll(b);
     }
-    if (n <= ws) {  // warp-uniform: the list fits one slot per lane
-#pragma unroll
-      for (int j = 0; j < kPerLane; ++j)
-        if (pos[j] >= 0) {
-          cand_key[cbase + pos[j]] = key[j];
-          cand_s[cbase + pos[j]] = s_reg[j];
-        }
+    if (n <= ws) {  // warp-uniform: the list holds every candidate
       dev::sync_warp();
       if (lane < n) {  // candidate `lane`'s rank = the candidates with a larger key (keys are unique)
         const uint64_t mine = cand_key[cbase + lane];
