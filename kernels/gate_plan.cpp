@@ -36,7 +36,6 @@ GatePlan::GatePlan(const GateArgs& a) : args_(a) {
   // thread); grid-stride past kMaxGrid.
   grid_ = std::min<int64_t>(T >= kPairFromRows ? (T + 1) / 2 : T, kMaxGrid);
   // Decode batches: blocks of kSliceThreads, a row's units cut over grid y.
-  slices_ = 1;
   if (T < kSliceBelowRows) {
     block_ = kSliceThreads;
     slices_ = std::min<int64_t>((per_row + kSliceThreads - 1) / kSliceThreads, kMaxGrid);

@@ -114,6 +114,12 @@ __global__ void HY4_LAUNCH_BOUNDS(SinkPlan::kBlockThreads)
   for (int64_t t0 = static_cast<int64_t>(blockIdx.x) * per_block; t0 < tokens;
        t0 += static_cast<int64_t>(gridDim.x) * per_block) {
     const int n_tok = tokens - t0 < per_block ? static_cast<int>(tokens - t0) : per_block;
+    // Unit j of token t0 + dt, and its write-back (scaled, or +0 for an empty row).
+    auto unit = [&](int dt, int j) { return reinterpret_cast<UnitT*>(out + (t0 + dt) * out_ts + offset[j]); };
+    auto write_scaled = [&](int dt, int j, const UnitT& v) {
+      const int slot = dt * g_count + head_of[j];
+      *unit(dt, j) = scaled_unit(v, active_s[slot] != 0, scale_s[slot]);
+    };
     // The first kEarly tokens' units of this thread are read before the scalar phase, so
     // the loads are in flight while it runs (a row found empty is read for nothing); the
     // other tokens' after the barrier, a token at a time, where other blocks cover the
@@ -123,8 +129,7 @@ __global__ void HY4_LAUNCH_BOUNDS(SinkPlan::kBlockThreads)
     for (int dt = 0; dt < kEarly; ++dt)
 #pragma unroll
       for (int j = 0; j < kSlots; ++j)
-        if (dt < n_tok && head_of[j] >= 0)
-          pre[dt][j] = *reinterpret_cast<const UnitT*>(out + (t0 + dt) * out_ts + offset[j]);
+        if (dt < n_tok && head_of[j] >= 0) pre[dt][j] = *unit(dt, j);
     if (tid < n_tok * g_count) {  // (token, head) pair tid: at most 4 x 32 <= 256 threads
       const int dt = tid / g_count, g = tid - dt * g_count;
       const int64_t t = t0 + dt;
@@ -141,23 +146,15 @@ __global__ void HY4_LAUNCH_BOUNDS(SinkPlan::kBlockThreads)
     for (int dt = 0; dt < kEarly; ++dt)
 #pragma unroll
       for (int j = 0; j < kSlots; ++j)
-        if (dt < n_tok && head_of[j] >= 0) {
-          const int slot = dt * g_count + head_of[j];
-          *reinterpret_cast<UnitT*>(out + (t0 + dt) * out_ts + offset[j]) =
-              scaled_unit(pre[dt][j], active_s[slot] != 0, scale_s[slot]);
-        }
+        if (dt < n_tok && head_of[j] >= 0) write_scaled(dt, j, pre[dt][j]);
     for (int dt = kEarly; dt < n_tok; ++dt) {  // the later tokens: read, scale, write
       UnitT late[kSlots];
 #pragma unroll
       for (int j = 0; j < kSlots; ++j)
-        if (head_of[j] >= 0) late[j] = *reinterpret_cast<const UnitT*>(out + (t0 + dt) * out_ts + offset[j]);
+        if (head_of[j] >= 0) late[j] = *unit(dt, j);
 #pragma unroll
       for (int j = 0; j < kSlots; ++j)
-        if (head_of[j] >= 0) {
-          const int slot = dt * g_count + head_of[j];
-          *reinterpret_cast<UnitT*>(out + (t0 + dt) * out_ts + offset[j]) =
-              scaled_unit(late[j], active_s[slot] != 0, scale_s[slot]);
-        }
+        if (head_of[j] >= 0) write_scaled(dt, j, late[j]);
     }
     dev::sync_block();
   }

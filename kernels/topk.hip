@@ -76,6 +76,21 @@ HY4_DEVICE inline float routed_weight(float s, float scale) {
   return is_nan_f32(w) ? f32_from_bits(0x7fc00000u) : w;
 }
 
+// Lanes r < k of a warp write rank r of the row from the rank slots [base, base + k):
+// every lane sums the k s values in rank order (the bit model's fp32 additions), then the
+// weight and the id.  Both kernels end a row this way.
+template <class SharedS, class SharedK>
+HY4_DEVICE inline void write_ranked_row(SharedS rank_s, SharedK rank_key_of, int base, int k, int lane,
+                                        int renormalize, float rsf, float* w_row, int32_t* id_row) {
+  float sum = rank_s[base];
+  for (int r = 1; r < k; ++r) sum = sum + rank_s[base + r];
+  const float scale = row_scale(sum, renormalize, rsf);
+  if (lane < k) {
+    w_row[lane] = routed_weight(rank_s[base + lane], scale);
+    id_row[lane] = key_id(rank_key_of[base + lane]);
+  }
+}
+
 // The order word of a key: (c desc) alone, without the id (0 for an empty slot).
 HY4_DEVICE inline uint32_t key_order(uint64_t key) { return static_cast<uint32_t>(key >> 32); }
 
@@ -156,13 +171,7 @@ __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const voi
         }
       }
       dev::sync_warp();
-      float sum = rank_s[rbase];  // in rank order: the same fp32 additions as the bit model
-      for (int r = 1; r < k; ++r) sum = sum + rank_s[rbase + r];
-      const float scale = row_scale(sum, renormalize, rsf);
-      if (lane < k) {
-        w_row[lane] = routed_weight(rank_s[rbase + lane], scale);
-        id_row[lane] = key_id(rank_key_of[rbase + lane]);
-      }
+      write_ranked_row(rank_s, rank_key_of, rbase, k, lane, renormalize, rsf, w_row, id_row);
       dev::sync_warp();  // the lists are rewritten by the warp's next row
       continue;
     }
@@ -295,15 +304,7 @@ __global__ void HY4_LAUNCH_BOUNDS(512) topk_row_block_kernel(const void* logits,
       rank_s[rank] = cand_s[i];
     }
     dev::sync_block();
-    if (warp == 0) {
-      float sum = rank_s[0];  // in rank order: the same fp32 additions as the bit model
-      for (int r = 1; r < k; ++r) sum = sum + rank_s[r];
-      const float scale = row_scale(sum, renormalize, rsf);
-      if (lane < k) {
-        w_row[lane] = routed_weight(rank_s[lane], scale);
-        id_row[lane] = key_id(rank_key_of[lane]);
-      }
-    }
+    if (warp == 0) write_ranked_row(rank_s, rank_key_of, 0, k, lane, renormalize, rsf, w_row, id_row);
     dev::sync_block();  // the shared candidates are rewritten by the next row
   }
 }
