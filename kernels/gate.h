@@ -39,15 +39,6 @@ class GatePlan {
   // decode batch's loads are spread over more SMs than one block per row reaches.
   static constexpr int64_t kSliceBelowRows = 16;
   static constexpr int kSliceThreads = 64;
-  // From this many rows on, the kernel's blocks are persistent (at most kWindowMaxGrid)
-  // and each first copies the sigmoid table's window into shared memory: the exponent
-  // fields kWindowFirstExponent .. + kWindowExponents - 1 of both signs (|g| in [2^-8,
-  // 256): every s other than 0, 0.5 and 1 lies there), kWindowEntries bf16 = 8 KiB.
-  static constexpr int64_t kWindowFromRows = 1024;
-  static constexpr int64_t kWindowMaxGrid = 1024;
-  static constexpr int kWindowFirstExponent = 119;
-  static constexpr int kWindowExponents = 16;
-  static constexpr int kWindowEntries = 2 * kWindowExponents * 128;
 
   // Validates everything; throws ArgumentError naming the argument and the limit.
   explicit GatePlan(const GateArgs& args);
@@ -60,7 +51,6 @@ class GatePlan {
   int block_threads() const { return block_; }
   int64_t grid_blocks() const { return grid_; }
   int64_t grid_slices() const { return slices_; }  // blocks per row (grid y)
-  bool window_table() const { return window_; }     // s from the shared-memory window
   // s = bf16(sigmoid_f32(g)) for every bf16 pattern g (65536 entries) on the device
   // the plan was made on.  See sigmoid_table() below.
   const uint16_t* sigmoid_table() const { return table_; }
@@ -72,7 +62,6 @@ class GatePlan {
   int block_ = 64;
   int64_t grid_ = 0;
   int64_t slices_ = 1;
-  bool window_ = false;
 };
 
 // The gate's sigmoid table of the current device: 65536 bf16 entries, entry g =

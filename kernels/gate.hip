@@ -27,14 +27,13 @@
 namespace hy4 {
 namespace {
 
-// s = bf16(sigmoid_f32(g)) is one of 65536 values: a lookup (s_of) in the table of
+// s = bf16(sigmoid_f32(g)) is one of 65536 values: a lookup in the table of
 // gate_sigmoid_table() (made with the same sigmoid_f32, so the same bits), then the
 // product, one IEEE rounding.  The arithmetic sigmoid (exp_f32, ~40 dependent flops
 // per element, 8 per thread) was a serial chain that set the kernel's time at small T
 // and its throughput at large T.
-template <class Lookup>
-HY4_DEVICE inline uint16_t gate_one(uint16_t a, uint16_t g, const Lookup& s_of) {
-  return bf16_from_f32(bf16_to_f32(a) * bf16_to_f32(s_of(g)));
+HY4_DEVICE inline uint16_t gate_one(uint16_t a, uint16_t g, const uint16_t* table) {
+  return bf16_from_f32(bf16_to_f32(a) * bf16_to_f32(table[g]));
 }
 
 using dev::Bf16x8;
@@ -48,10 +47,10 @@ using dev::Bf16x8;
 // GatePlan::kSliceBelowRows rows the plan cuts each row into slices of 64 threads (grid
 // y, blockIdx.y = the slice; one slice per 512 elements): at T = 1 a row of 2048 is four
 // blocks on four SMs instead of one (H200 hy4-bench: 1.70 -> 1.55 us).
-template <class Lookup>
-HY4_DEVICE inline void gate_rows(const uint16_t* attn, int64_t attn_stride, const uint16_t* gate, int64_t gate_stride,
-                                 uint16_t* out, int64_t out_stride, int64_t rows, int64_t width, int vector,
-                                 const Lookup& s_of) {
+__global__ void HY4_LAUNCH_BOUNDS(256) gate_kernel(const uint16_t* attn, int64_t attn_stride,
+                            const uint16_t* gate, int64_t gate_stride, uint16_t* out,
+                            int64_t out_stride, int64_t rows, int64_t width, int vector,
+                            const uint16_t* __restrict__ table) {
   // This thread's first unit of a row and the stride: slice blockIdx.y of gridDim.y.
   const int64_t first = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
   const int64_t step = static_cast<int64_t>(gridDim.y) * blockDim.x;
@@ -77,57 +76,19 @@ HY4_DEVICE inline void gate_rows(const uint16_t* attn, int64_t attn_stride, cons
         }
         Bf16x8 ov;
 #pragma unroll
-        for (int j = 0; j < 8; ++j) ov.v[j] = gate_one(av.v[j], gv.v[j], s_of);
+        for (int j = 0; j < 8; ++j) ov.v[j] = gate_one(av.v[j], gv.v[j], table);
         reinterpret_cast<Bf16x8*>(o)[i] = ov;
         if (two) {
 #pragma unroll
-          for (int j = 0; j < 8; ++j) ov.v[j] = gate_one(av2.v[j], gv2.v[j], s_of);
+          for (int j = 0; j < 8; ++j) ov.v[j] = gate_one(av2.v[j], gv2.v[j], table);
           reinterpret_cast<Bf16x8*>(o2)[i] = ov;
         }
       }
       tail_begin = nvec * 8;
     }
-    for (int64_t i = tail_begin + first; i < width; i += step) o[i] = gate_one(a[i], g[i], s_of);
+    for (int64_t i = tail_begin + first; i < width; i += step) o[i] = gate_one(a[i], g[i], table);
     if (two)
-      for (int64_t i = tail_begin + first; i < width; i += step) o2[i] = gate_one(a2[i], g2[i], s_of);
-  }
-}
-
-// kWindow = false: every s from the 128 KiB table in device memory (L1 / L2 gathers: eight
-// 2-byte loads per 16-byte vector).  kWindow = true (the plan, from GatePlan::kWindowFromRows
-// rows, with at most GatePlan::kWindowMaxGrid persistent blocks): the block first copies the
-// table's window - exponent fields kWindowFirstExponent .. + kWindowExponents - 1 of both
-// signs, |g| in [2^-8, 256), where every s that is neither 0.5 nor 0 nor 1 lies - into 8 KiB
-// of shared memory, one barrier, then looks up there; a g outside the window (tiny, huge,
-// inf, NaN) still reads the device table, so both kernels return the table's bits.
-template <bool kWindow>
-__global__ void HY4_LAUNCH_BOUNDS(256) gate_kernel(const uint16_t* attn, int64_t attn_stride,
-                            const uint16_t* gate, int64_t gate_stride, uint16_t* out,
-                            int64_t out_stride, int64_t rows, int64_t width, int vector,
-                            const uint16_t* __restrict__ table) {
-  if constexpr (kWindow) {
-    constexpr uint32_t kHalf = GatePlan::kWindowEntries / 2;  // entries per sign
-    constexpr uint32_t kBase = static_cast<uint32_t>(GatePlan::kWindowFirstExponent) << 7;
-    HY4_SHARED(uint16_t, window, GatePlan::kWindowEntries);
-    // window[h * kHalf + i] = table[h * 0x8000 + kBase + i]: 16-byte loads (kBase * 2 and
-    // 0x8000 * 2 are multiples of 16), 2 per thread at 256 threads.
-    for (uint32_t v = threadIdx.x; v < GatePlan::kWindowEntries / 8; v += blockDim.x) {
-      const uint32_t e = v * 8;  // first window entry of this vector
-      const uint32_t h = e / kHalf;
-      const Bf16x8 x = *reinterpret_cast<const Bf16x8*>(table + h * 0x8000u + kBase + (e - h * kHalf));
-#pragma unroll
-      for (int j = 0; j < 8; ++j) window[e + j] = x.v[j];
-    }
-    dev::sync_block();
-    const auto s_of = [&](uint16_t g) -> uint16_t {
-      const uint32_t rel = static_cast<uint32_t>(g & 0x7fffu) - kBase;  // wraps below the window
-      if (rel < kHalf) return window[(static_cast<uint32_t>(g) >> 15) * kHalf + rel];
-      return table[g];
-    };
-    gate_rows(attn, attn_stride, gate, gate_stride, out, out_stride, rows, width, vector, s_of);
-  } else {
-    const auto s_of = [&](uint16_t g) -> uint16_t { return table[g]; };
-    gate_rows(attn, attn_stride, gate, gate_stride, out, out_stride, rows, width, vector, s_of);
+      for (int64_t i = tail_begin + first; i < width; i += step) o2[i] = gate_one(a2[i], g2[i], table);
   }
 }
 
@@ -135,18 +96,12 @@ __global__ void HY4_LAUNCH_BOUNDS(256) gate_kernel(const uint16_t* attn, int64_t
 
 void GatePlan::launch(hy4::rt::Stream stream) const {
   if (args_.attn.rows == 0) return;
-  const dim3 grid(static_cast<unsigned>(grid_), static_cast<unsigned>(slices_));
-  const dim3 block(static_cast<unsigned>(block_));
-#define HY4_GATE_LAUNCH(W)                                                                                     \
-  HY4_LAUNCH(gate_kernel<W>, grid, block, stream, static_cast<const uint16_t*>(args_.attn.data),             \
-             args_.attn.row_stride, static_cast<const uint16_t*>(args_.gate.data), args_.gate.row_stride,     \
-             static_cast<uint16_t*>(args_.out.data), args_.out.row_stride, args_.attn.rows, args_.attn.cols, \
-             vector_ ? 1 : 0, table_)
-  if (window_)
-    HY4_GATE_LAUNCH(true);
-  else
-    HY4_GATE_LAUNCH(false);
-#undef HY4_GATE_LAUNCH
+  HY4_LAUNCH(gate_kernel, dim3(static_cast<unsigned>(grid_), static_cast<unsigned>(slices_)),
+             dim3(static_cast<unsigned>(block_)), stream,
+             static_cast<const uint16_t*>(args_.attn.data), args_.attn.row_stride,
+             static_cast<const uint16_t*>(args_.gate.data), args_.gate.row_stride,
+             static_cast<uint16_t*>(args_.out.data), args_.out.row_stride, args_.attn.rows, args_.attn.cols,
+             vector_ ? 1 : 0, table_);
 }
 
 const uint16_t* gate_sigmoid_table() {

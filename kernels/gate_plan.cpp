@@ -40,11 +40,6 @@ GatePlan::GatePlan(const GateArgs& a) : args_(a) {
     block_ = kSliceThreads;
     slices_ = std::min<int64_t>((per_row + kSliceThreads - 1) / kSliceThreads, kMaxGrid);
   }
-  // Large T: persistent blocks, each copies the table's window into shared memory once.
-  if (T >= kWindowFromRows) {
-    window_ = true;
-    grid_ = std::min(grid_, kWindowMaxGrid);
-  }
   if (T > 0) table_ = gate_sigmoid_table();
 }
 

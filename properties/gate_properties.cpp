@@ -46,11 +46,6 @@ namespace {
 //                       row along grid y | T >= it: one block per row (EveryWidth at T = 3
 //                       and T = 16; SlicedRowsBothSidesOfTheSplit, T = 15 | 16)
 //   grid cap            GatePlan::kMaxGrid blocks = 2 x kMaxGrid rows (RowsPastTheGridCap)
-//   sigmoid lookup      T < kWindowFromRows: the device table | from it on: persistent blocks
-//                       (<= kWindowMaxGrid) with the shared-memory window, the device table
-//                       outside it (WindowTableBothSidesOfTheSplit: T = kWindowFromRows - 1 |
-//                       kWindowFromRows, 2 x kWindowMaxGrid - 1 | + 0 | + 1, the window's
-//                       edge exponents; GateExhaustive: all 65536 gate values through both)
 //   in place | not;  T = 0 | 1 | several
 rc::Gen<GateShape> gen_gate_shape(int64_t max_T) {
   using namespace rc;
@@ -224,42 +219,6 @@ TEST(GateProperties, SlicedRowsBothSidesOfTheSplit) {
   EXPECT_EQ(plan_of(GatePlan::kSliceBelowRows).block_threads(), 256);
 }
 
-// From GatePlan::kWindowFromRows rows the blocks are persistent (at most kWindowMaxGrid,
-// two rows per pass) and look s up in a shared-memory window of the table: both sides of
-// the split, the grid cap (2 x kWindowMaxGrid rows per pass: one short, exact, one past),
-// vector with and without a tail, scalar, in place; every gate value at the window's
-// edges (exponent fields 118 | 119 and 134 | 135, both signs, every mantissa) and the
-// specials, so a lookup on the wrong side of an edge or of the sign is seen.
-TEST(GateProperties, WindowTableBothSidesOfTheSplit) {
-  HY4_REQUIRE_DEVICE();
-  std::vector<uint16_t> edges;
-  for (uint32_t sign : {0u, 0x8000u})
-    for (uint32_t e : {0u, 118u, 119u, 120u, 133u, 134u, 135u, 255u})
-      for (uint32_t m = 0; m < 128; ++m) edges.push_back(static_cast<uint16_t>(sign | e << 7 | m));
-  const int64_t cap_rows = 2 * GatePlan::kWindowMaxGrid;
-  for (int64_t T : {GatePlan::kWindowFromRows - 1, GatePlan::kWindowFromRows, cap_rows - 1, cap_rows, cap_rows + 1})
-    for (int64_t W : {8, 9, 3, 2048}) {
-      if (W == 2048 && T > GatePlan::kWindowFromRows) continue;  // the CPU executor's time
-      GateShape shape;
-      shape.T = T;
-      shape.W = W;
-      shape.in_place = (T + W) % 2 == 1;
-      GateCase c = make_gate_case(0x3d0 + T * 8 + W, shape);
-      std::size_t n = 0;
-      for (int64_t t = 0; t < T; ++t)
-        for (int64_t i = 0; i < W; ++i) c.gate[c.shape.gate_offset + t * c.gate_stride() + i] = edges[n++ % edges.size()];
-      EXPECT_TRUE(gate_case_passes(c, "gate.WindowTable.T" + std::to_string(T) + "W" + std::to_string(W)));
-    }
-  // The plan's choice (the views are only validated, never launched).
-  static std::vector<uint16_t> buf(3 * (cap_rows + 1) * 8);
-  uint16_t* base = buf.data();
-  auto plan_of = [&](int64_t T) { return GatePlan(dense_gate_args(base, base + T * 8, base + 2 * T * 8, T, 8)); };
-  EXPECT_FALSE(plan_of(GatePlan::kWindowFromRows - 1).window_table());
-  EXPECT_TRUE(plan_of(GatePlan::kWindowFromRows).window_table());
-  EXPECT_EQ(plan_of(GatePlan::kWindowFromRows).grid_blocks(), GatePlan::kWindowFromRows / 2);
-  EXPECT_EQ(plan_of(cap_rows + 1).grid_blocks(), GatePlan::kWindowMaxGrid);
-}
-
 TEST(GateProperties, InPlaceEqualsOutOfPlace) {
   HY4_REQUIRE_DEVICE();
   for (uint64_t seed : test::seed_list()) {
@@ -329,35 +288,6 @@ TEST(GateExhaustive, EveryBf16GateValueAtSeveralAttnValues) {
         ADD_FAILURE() << "gate 0x" << std::hex << i << ": out 0x" << got << ", s = 0x" << s_expected << std::dec;
     }
     EXPECT_EQ(wrong_s, 0) << "gate values whose 1.0 * s is not s";
-  }
-  // The same 65536 gate values through the window kernel (GatePlan::kWindowFromRows rows
-  // on: s from the shared-memory window, or the device table outside it): kWindowFromRows
-  // rows of 65536 / kWindowFromRows values, one attn value per run, vector and scalar path.
-  const int64_t Tw = GatePlan::kWindowFromRows, Ww = 65536 / Tw;
-  for (int64_t attn_offset : {0, 1})
-    for (uint16_t attn_value : attn_values) {
-      GateShape shape;
-      shape.T = Tw;
-      shape.W = Ww;
-      shape.attn_offset = attn_offset;
-      GateCase c = make_gate_case(0xe7b0 + attn_offset, shape);
-      for (int64_t t = 0; t < Tw; ++t)
-        for (int64_t i = 0; i < Ww; ++i) {
-          c.attn[attn_offset + t * c.attn_stride() + i] = attn_value;
-          c.gate[t * c.gate_stride() + i] = static_cast<uint16_t>(t * Ww + i);
-        }
-      ScopedStream st;
-      const Verdict v = check_gate(c, run_gate_eager(c, st));
-      EXPECT_TRUE(v.ok()) << "window kernel, attn 0x" << std::hex << attn_value << std::dec << " offset " << attn_offset
-                          << ": " << v.summary() << "\n"
-                          << test::save_case_for_replay(gate_to_file(c), "gate.ExhaustiveWindow." +
-                                                                              std::to_string(attn_offset) + "." +
-                                                                              std::to_string(attn_value));
-    }
-  {
-    alignas(16) static uint16_t buf[3][65536];
-    const GatePlan plan(dense_gate_args(buf[0], buf[1], buf[2], Tw, Ww));
-    EXPECT_TRUE(plan.window_table()) << "T = " << Tw << " must take the window kernel";
   }
   int64_t libm_changes = 0, first = -1;
   for (uint32_t i = 0; i < 65536; ++i) {
