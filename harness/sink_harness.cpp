@@ -109,8 +109,10 @@ SinkCase make_sink_case(uint64_t seed, const SinkShape& shape) {
 // the kernel itself has no warp collective, the block's barriers are warp-size blind):
 //   vector | scalar path  D % vec == 0 (8 bf16 / 4 fp32) with aligned strides and offset,
 //                         or not: D in {vec-1, vec, vec+1, 2vec, ...}, pads 0 | odd, offsets 0 | odd
-//   heads per block G     2*256 / units clamped to [1, min(H, 32)]: D from 1 to 1024 moves G
-//                         over 1 .. 32; H % G != 0 gives a short last group
+//   heads per block G     2*256 / units (T > kSpreadHeadsMaxTokens) or 128 / units (T <= it)
+//                         clamped to [1, min(H, 32)]: D from 1 to 1024 moves G over 1 .. 32;
+//                         H % G != 0 gives a short last group; both T regimes:
+//                         EveryVectorAndGroupSplitBothSides, SpreadHeadsBothSidesOfTheSplit
 //   units per thread      G*units > 256 | <= 256 (the block's unit loop runs once or more)
 //   tokens per block P    1 below 4096 tokens, then T / 2048 up to 4; T % P != 0 leaves a
 //                         short last set: EveryTokensPerBlockSplitBothSides

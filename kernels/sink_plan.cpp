@@ -82,13 +82,15 @@ SinkPlan::SinkPlan(const SinkArgs& a) : args_(a) {
     }
   }
   // Launch shape: 16-byte vectors when every head row starts aligned; G heads per
-  // block so a block has about two units (vectors or elements) per thread.
+  // block so a block has about two units (vectors or elements) per thread, or half a
+  // unit up to kSpreadHeadsMaxTokens tokens (more blocks for a decode batch).
   const int vec = a.out.dtype == DType::BF16 ? 8 : 4;
   auto aligned = [&](int64_t stride, int64_t count) { return count <= 1 || stride % vec == 0; };
   vector_ = D % vec == 0 && reinterpret_cast<uintptr_t>(a.out.data) % 16 == 0 && aligned(a.out.head_stride, H) &&
             aligned(a.out.token_stride, T);
   const int64_t units = vector_ ? D / vec : D;
-  group_ = static_cast<int>(std::clamp<int64_t>(2 * kBlockThreads / units, 1, std::min<int64_t>(H, kMaxGroupHeads)));
+  const int64_t block_units = T <= kSpreadHeadsMaxTokens ? kBlockThreads / 2 : 2 * kBlockThreads;
+  group_ = static_cast<int>(std::clamp<int64_t>(block_units / units, 1, std::min<int64_t>(H, kMaxGroupHeads)));
   const int tb = tokens_per_block(T);
   grid_x_ = std::min<int64_t>((T + tb - 1) / tb, kMaxGrid);
   grid_y_ = (H + group_ - 1) / group_;

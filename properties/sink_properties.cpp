@@ -53,7 +53,10 @@ rc::Gen<SinkShape> gen_sink_shape(int64_t max_T) {
         s.values = static_cast<SinkValues>(values);
         return s;
       },
-      gen::inRange<int64_t>(0, max_T + 1),
+      // T: mostly small; one case in eight just past the few-token head groups
+      gen::weightedOneOf<int64_t>({{7, gen::inRange<int64_t>(0, max_T + 1)},
+                                   {1, gen::inRange<int64_t>(SinkPlan::kSpreadHeadsMaxTokens - 1,
+                                                             SinkPlan::kSpreadHeadsMaxTokens + 3)}}),
       gen::weightedOneOf<int64_t>({{2, gen::element<int64_t>(1, 2, 3, 7, 8, 9, 16, 31, 32, 33, 64, 128)},
                                    {1, gen::inRange<int64_t>(1, 129)}}),
       gen::weightedOneOf<int64_t>({{3, gen::element<int64_t>(1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 63, 64, 65, 128, 511, 512, 513, 1024)},
@@ -175,25 +178,28 @@ TEST(SinkProperties, HyV4Tp8StrideTwoHeadView) {
       }
 }
 
-// Both sides of the vector / scalar split and of every heads-per-block group size.
+// Both sides of the vector / scalar split and of every heads-per-block group size, with
+// the few-token groups (T = 3: half a unit per thread) and the many-token ones (T =
+// kSpreadHeadsMaxTokens + 1: two units per thread).
 TEST(SinkProperties, EveryVectorAndGroupSplitBothSides) {
   HY4_REQUIRE_DEVICE();
-  for (bool bf16 : {true, false})
-    for (int64_t D : {1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 512, 513, 1023, 1024})
-      for (int64_t H : {1, 3, 8, 33}) {
-        SinkShape sh;
-        sh.T = 3;
-        sh.H = H;
-        sh.D = D;
-        sh.out_bf16 = bf16;
-        sh.values = SinkValues::Mixed;
-        EXPECT_TRUE(sink_case_passes(make_sink_case(D * 1000 + H, sh),
-                                     "sink.Split.D" + std::to_string(D) + "H" + std::to_string(H)));
-        sh.out_offset = bf16 ? 4 : 2;  // 8 bytes off: the plan must take the scalar path
-        sh.out_head_pad = 8;
-        EXPECT_TRUE(sink_case_passes(make_sink_case(D * 1000 + H + 1, sh),
-                                     "sink.SplitMisaligned.D" + std::to_string(D) + "H" + std::to_string(H)));
-      }
+  for (int64_t T : {int64_t{3}, SinkPlan::kSpreadHeadsMaxTokens + 1})
+    for (bool bf16 : {true, false})
+      for (int64_t D : {1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 512, 513, 1023, 1024})
+        for (int64_t H : {1, 3, 8, 33}) {
+          if (T > 3 && H * D > 8 * 1024) continue;  // the CPU executor's time: H = 33 with D > 248 at T = 3 only
+          SinkShape sh;
+          sh.T = T;
+          sh.H = H;
+          sh.D = D;
+          sh.out_bf16 = bf16;
+          sh.values = SinkValues::Mixed;
+          const std::string at = "T" + std::to_string(T) + "D" + std::to_string(D) + "H" + std::to_string(H);
+          EXPECT_TRUE(sink_case_passes(make_sink_case(T * 100000 + D * 1000 + H, sh), "sink.Split." + at));
+          sh.out_offset = bf16 ? 4 : 2;  // 8 bytes off: the plan must take the scalar path
+          sh.out_head_pad = 8;
+          EXPECT_TRUE(sink_case_passes(make_sink_case(T * 100000 + D * 1000 + H + 1, sh), "sink.SplitMisaligned." + at));
+        }
   for (int64_t H : {32, 64, 127, 128}) {  // many heads: groups of 32 and a short last one
     SinkShape sh;
     sh.T = 2;
@@ -202,6 +208,45 @@ TEST(SinkProperties, EveryVectorAndGroupSplitBothSides) {
     sh.values = SinkValues::Mixed;
     EXPECT_TRUE(sink_case_passes(make_sink_case(H, sh), "sink.ManyHeads.H" + std::to_string(H)));
   }
+}
+
+// Up to SinkPlan::kSpreadHeadsMaxTokens tokens a block serves a quarter of the heads (HY V4:
+// 2 of 8, four blocks per token), past it the usual group (8, one block): both sides at the
+// HY V4 stride-2 view and at H = 7 (short last group: 2+2+2+1 | 7), every value mode, and
+// the plan's choice.
+TEST(SinkProperties, SpreadHeadsBothSidesOfTheSplit) {
+  HY4_REQUIRE_DEVICE();
+  for (int64_t T : {SinkPlan::kSpreadHeadsMaxTokens, SinkPlan::kSpreadHeadsMaxTokens + 1})
+    for (SinkValues v : {SinkValues::Normal, SinkValues::Specials, SinkValues::Empty, SinkValues::Mixed}) {
+      SinkShape sh = sink_hyv4_shape(T);
+      sh.values = v;
+      EXPECT_TRUE(sink_case_passes(make_sink_case(0x5d + T * 8 + static_cast<int>(v), sh),
+                                   "sink.SpreadHeads.HyV4.T" + std::to_string(T)));
+      SinkShape odd;
+      odd.T = T;
+      odd.H = 7;
+      odd.D = 512;
+      odd.values = v;
+      EXPECT_TRUE(sink_case_passes(make_sink_case(0x5e + T * 8 + static_cast<int>(v), odd),
+                                   "sink.SpreadHeads.H7.T" + std::to_string(T)));
+    }
+  // The plan's choice (views validated, never launched): HY V4 bf16 D = 512, 8 heads.
+  alignas(16) static uint16_t out[(SinkPlan::kSpreadHeadsMaxTokens + 1) * 8 * 512];
+  static float lse[(SinkPlan::kSpreadHeadsMaxTokens + 1) * 8], sinks[8];
+  static int32_t indptr[SinkPlan::kSpreadHeadsMaxTokens + 2];
+  auto plan_of = [&](int64_t T) {
+    SinkArgs a;
+    a.out = HeadView{out, DType::BF16, T, 8, 512, 8 * 512, 512};
+    a.lse = HeadView{lse, DType::F32, T, 8, 1, 8, 1};
+    a.sinks = sinks;
+    a.kv_indptr = indptr;
+    return SinkPlan(a);
+  };
+  EXPECT_EQ(plan_of(1).group_heads(), 2);
+  EXPECT_EQ(plan_of(SinkPlan::kSpreadHeadsMaxTokens).group_heads(), 2);
+  EXPECT_EQ(plan_of(SinkPlan::kSpreadHeadsMaxTokens).grid_groups(), 4);
+  EXPECT_EQ(plan_of(SinkPlan::kSpreadHeadsMaxTokens + 1).group_heads(), 8);
+  EXPECT_EQ(plan_of(SinkPlan::kSpreadHeadsMaxTokens + 1).grid_groups(), 1);
 }
 
 TEST(SinkProperties, EveryRowEmptyAndOnlyTheLastEmpty) {
