@@ -87,6 +87,7 @@ __global__ void block_order_kernel(int* counter, int* order) {
 // Thread i writes out[i]: launched with more threads than out has elements, it writes
 // past the end of the buffer.
 __global__ void write_index_kernel(int* out) { out[threadIdx.x] = static_cast<int>(threadIdx.x); }
+__global__ void read_at_kernel(const int* in, int64_t i, int* out) { out[0] = in[i]; }
 
 template <class F>
 std::string fault_of(F&& f) {
@@ -177,6 +178,21 @@ TEST_P(Executor, WritePastTheEndOfADeviceBufferIsReported) {
   EXPECT_NE(f.find("write_index_kernel"), std::string::npos) << f;
   EXPECT_EQ(fault_of([&] { HY4_LAUNCH(write_index_kernel, dim3(1), dim3(63), s.get(), d.get()); }), "")
       << "the red zone is restored after a report";
+}
+
+// A read (or write) past the end of a device buffer beyond its 256-byte rounding lands
+// on the guard page after it: the kernel thread dies with SIGSEGV, and the executor's
+// fault reporter names the kernel, block and thread first (a GPU: an illegal memory
+// access).  Reading the last element is fine.
+TEST_P(Executor, ReadPastTheEndOfADeviceBufferFaultsNamingTheThread) {
+  DeviceBuffer<int> in(64), out(1);
+  ScopedStream s;
+  EXPECT_EQ(fault_of([&] { HY4_LAUNCH(read_at_kernel, dim3(1), dim3(1), s.get(), in.get(), int64_t{63}, out.get()); }), "");
+#if !defined(HY4_ASAN)
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(HY4_LAUNCH(read_at_kernel, dim3(1), dim3(1), s.get(), in.get(), int64_t{64}, out.get()),
+               "kernel read_at_kernel, block \\(0,0,0\\), thread \\(0,0,0\\): invalid memory access");
+#endif
 }
 
 TEST_P(Executor, BarrierNotReachedByEveryThreadIsReported) {

@@ -1,5 +1,5 @@
 // runtime_cpu.cpp: hy4::rt on the CPU SIMT executor.
-// "Device" memory is host memory filled with garbage at allocation.  Streams run work
+// "Device" memory is host memory filled with garbage at allocation, between guard pages.  Streams run work
 // at once, in order.  While a stream captures, launches, copies and fills are recorded
 // with their arguments by value (as GPU graph nodes are) and run again on each replay.
 #include <chrono>
@@ -11,6 +11,9 @@
 #include <string>
 #include <memory>
 #include <vector>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "../platform/runtime.h"
 #include "simt.h"
@@ -64,14 +67,20 @@ void synchronize(Stream s) {
   if (S(s)->capture) throw RuntimeError("cpu runtime: synchronize on a capturing stream");
 }
 
-// Every allocation is followed by a red zone (from the requested size to the next 256
-// bytes, and 256 more) holding a canary; after every launch the red zones of the live
-// allocations are compared, so a kernel that writes past the end of a buffer fails its
-// launch here as it would fault (or corrupt) on a GPU.  Reads past the end are not seen.
+// Every allocation is 256-byte aligned (as cudaMalloc / hipMalloc) and ends flush with an
+// inaccessible guard page, with another guard page before it: a kernel thread that reads
+// or writes past either end by more than the allocation's rounding to 256 bytes dies
+// with SIGSEGV, and the executor's fault reporter names the kernel, block and thread (a
+// GPU: an illegal memory access, or compute-sanitizer's report).  The rounding itself
+// (requested size to the next multiple of 256) is a red zone holding a canary; after
+// every launch the red zones of the live allocations are compared, so a write into it
+// fails the launch too.  Reads inside the red zone are the only overrun not seen.
 namespace {
 constexpr unsigned char kCanary = 0xE7;
 struct Allocation {
-  std::size_t bytes, total;
+  std::size_t bytes, body;  // requested; rounded to 256 (the red zone is [bytes, body))
+  unsigned char* map;       // the mapping: guard page, data pages, guard page
+  std::size_t map_bytes;
 };
 std::mutex g_alloc_mu;
 std::map<unsigned char*, Allocation>& allocations() {
@@ -82,11 +91,11 @@ std::map<unsigned char*, Allocation>& allocations() {
 std::string overrun_report() {
   std::lock_guard<std::mutex> lk(g_alloc_mu);
   for (auto& [p, a] : allocations())
-    for (std::size_t i = a.bytes; i < a.total; ++i)
+    for (std::size_t i = a.bytes; i < a.body; ++i)
       if (p[i] != kCanary) {
         std::string what = "a write " + std::to_string(i - a.bytes) + " bytes past the end of a device allocation of " +
                            std::to_string(a.bytes) + " bytes";
-        std::memset(p + a.bytes, kCanary, a.total - a.bytes);
+        std::memset(p + a.bytes, kCanary, a.body - a.bytes);
         return what;
       }
   return "";
@@ -94,21 +103,34 @@ std::string overrun_report() {
 }  // namespace
 
 void* malloc_device(std::size_t bytes) {
-  const std::size_t n = (bytes + 255) / 256 * 256 + 256;
-  auto* p = static_cast<unsigned char*>(std::aligned_alloc(256, n));
-  if (!p) throw RuntimeError("cpu runtime: malloc_device(" + std::to_string(bytes) + ") failed");
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const std::size_t body = (bytes + 255) / 256 * 256;
+  const std::size_t data = (body + page - 1) / page * page;
+  const std::size_t total = data + 2 * page;
+  void* m = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) throw RuntimeError("cpu runtime: malloc_device(" + std::to_string(bytes) + ") failed");
+  auto* map = static_cast<unsigned char*>(m);
+  if (mprotect(map, page, PROT_NONE) != 0 || mprotect(map + page + data, page, PROT_NONE) != 0) {
+    munmap(map, total);
+    throw RuntimeError("cpu runtime: malloc_device(" + std::to_string(bytes) + "): guard pages refused");
+  }
+  unsigned char* p = map + page + data - body;  // 256-aligned: page-aligned less a multiple of 256
   std::memset(p, 0xA5, bytes);  // device memory starts as garbage
-  std::memset(p + bytes, kCanary, n - bytes);
+  std::memset(p + bytes, kCanary, body - bytes);
   std::lock_guard<std::mutex> lk(g_alloc_mu);
-  allocations()[p] = Allocation{bytes, n};
+  allocations()[p] = Allocation{bytes, body, map, total};
   return p;
 }
 void free_device(void* p) {
+  Allocation a{};
   {
     std::lock_guard<std::mutex> lk(g_alloc_mu);
-    allocations().erase(static_cast<unsigned char*>(p));
+    auto it = allocations().find(static_cast<unsigned char*>(p));
+    if (it == allocations().end()) return;  // not ours (or nullptr): nothing to free
+    a = it->second;
+    allocations().erase(it);
   }
-  std::free(p);
+  munmap(a.map, a.map_bytes);
 }
 void copy_to_device(void* dst, const void* src, std::size_t bytes, Stream s) {
   if (bytes) enqueue(s, [=] { std::memcpy(dst, src, bytes); });
