@@ -114,7 +114,7 @@ SinkCase make_sink_case(uint64_t seed, const SinkShape& shape) {
 //                         H % G != 0 gives a short last group; both T regimes:
 //                         EveryVectorAndGroupSplitBothSides, SpreadHeadsBothSidesOfTheSplit
 //   units per thread      G*units > 256 | <= 256 (the block's unit loop runs once or more)
-//   tokens per block P    1 below 4096 tokens, then T / 2048 up to 4; T % P != 0 leaves a
+//   tokens per block P    1 below 2048 tokens, then T / 1024 up to 4; T % P != 0 leaves a
 //                         short last set: EveryTokensPerBlockSplitBothSides
 //   grid cap              SinkPlan::kMaxGrid blocks of P tokens: RowsPastTheGridCap
 //   empty | active row    kv length 0 | > 0, +-inf lse, NaN lse, -inf / +inf / NaN sink

@@ -1,8 +1,8 @@
 // sink.hip: the grouped attention-sink kernel with empty-row repair, one source for
 // HIP, CUDA and the CPU executor (see sink.h for the contract).
 //
-// Design.  Grid: x = sets of P tokens (P = tokens_per_block(T): 1 below 4096 tokens,
-// then T / 2048 up to 4; grid-stride past SinkPlan::kMaxGrid), y = groups of G heads
+// Design.  Grid: x = sets of P tokens (P = tokens_per_block(T): 1 below 2048 tokens,
+// then T / 1024 up to 4; grid-stride past SinkPlan::kMaxGrid), y = groups of G heads
 // (the plan picks G so a block has about two units per thread and token: HY V4's 8
 // heads x 512 bf16 = 512 16-byte vectors per token, one block of 256 threads; up to
 // SinkPlan::kSpreadHeadsMaxTokens tokens half a unit per thread: 2 heads, four blocks

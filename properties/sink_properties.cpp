@@ -265,12 +265,14 @@ TEST(SinkProperties, ZeroTokensLaunchNothingAndWriteNothing) {
   EXPECT_TRUE(sink_case_passes(make_sink_case(7, sink_hyv4_shape(0)), "sink.ZeroTokens"));
 }
 
-// Tokens per block (1 below 4096 tokens, then T / 2048 up to 4) on both sides of each
+// Tokens per block (1 below 2048 tokens, then T / 1024 up to 4) on both sides of each
 // step, with a last set shorter than the rest (T % P != 0); H = 2 with D = 8 (vector)
 // and D = 3 (scalar) keeps the large T cheap.
 TEST(SinkProperties, EveryTokensPerBlockSplitBothSides) {
   HY4_REQUIRE_DEVICE();
-  for (int64_t T : {4095, 4096, 4097, 6143, 6144, 6145, 8191, 8192, 8193, 8194, 8195})
+  const int64_t step = SinkPlan::kTokensPerBlockStep;  // P = T / step from 2 steps on
+  for (int64_t T : {2 * step - 1, 2 * step, 2 * step + 1, 3 * step - 1, 3 * step, 3 * step + 1, 4 * step - 1, 4 * step,
+                    4 * step + 1, 4 * step + 2, 4 * step + 3})
     for (int64_t D : {3, 8}) {
       SinkShape sh;
       sh.T = T;
@@ -280,9 +282,10 @@ TEST(SinkProperties, EveryTokensPerBlockSplitBothSides) {
       EXPECT_TRUE(sink_case_passes(make_sink_case(0x7b + T * 2 + D, sh), "sink.TokensPerBlock.T" + std::to_string(T) + "D" + std::to_string(D)))
           << SinkPlan::tokens_per_block(T) << " tokens per block";
     }
-  EXPECT_EQ(SinkPlan::tokens_per_block(4095), 1);
-  EXPECT_EQ(SinkPlan::tokens_per_block(4096), 2);
-  EXPECT_EQ(SinkPlan::tokens_per_block(6144), 3);
+  EXPECT_EQ(SinkPlan::tokens_per_block(2047), 1);
+  EXPECT_EQ(SinkPlan::tokens_per_block(2048), 2);
+  EXPECT_EQ(SinkPlan::tokens_per_block(3072), 3);
+  EXPECT_EQ(SinkPlan::tokens_per_block(4096), 4);
   EXPECT_EQ(SinkPlan::tokens_per_block(8192), 4);
   EXPECT_EQ(SinkPlan::tokens_per_block(int64_t{1} << 24), SinkPlan::kMaxTokensPerBlock);
 }
