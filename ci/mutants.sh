@@ -23,7 +23,7 @@ mutants=(
   'routing|stride-blind sorter|kernels/routing.hip|return j < end ? ids[static_cast<int64_t>(t) * ids_stride + s] : -1;==>return j < end ? ids[static_cast<int64_t>(t) * k + s] : -1;'
   'routing|order within an expert reversed inside a warp|kernels/routing.hip|const int32_t pos = seg_base[x] + start + __builtin_popcountll(m & below);==>const int32_t pos = seg_base[x] + start + __builtin_popcountll(m & ~below & ~(uint64_t{1} << lane));'
   'routing|drop the mask renumbering|kernels/routing.hip|const int32_t local = seg_local[x] - 1;==>const int32_t local = x;'
-  'routing|tail sentinel with the real row count as token|kernels/routing.hip|const int32_t pad_id = (k << 24) | static_cast<int32_t>(rows);==>const int32_t pad_id = (k << 24) | static_cast<int32_t>(real_rows_of(num_rows, rows));'
+  'routing|tail sentinel with the real row count as token|kernels/routing.hip|const int32_t pad_id = (k << 24) | static_cast<int32_t>(rows);==>const int32_t pad_id = (k << 24) | static_cast<int32_t>(real);'
   'topk|sum in reverse rank order|kernels/topk.hip|for (int r = 1; r < k; ++r) sum = sum + dev::shfl_idx(my_s, r);==>for (int r = k - 1; r >= 1; --r) sum = dev::shfl_idx(my_s, r) + sum;'
 )
 want_ops=("$@")

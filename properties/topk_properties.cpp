@@ -276,19 +276,27 @@ TEST(TopkProperties, FilterListBothSidesOfOneSlotPerLane) {
   const int ws = hy4::rt::warp_size();
   for (int E : {256, 512})
     for (int k : {1, 8, 32})
-      for (int n : {ws - 1, ws, ws + 1, 2 * ws}) {
-        std::mt19937_64 rng(static_cast<uint64_t>(E * 1000 + k * 100 + n));
-        if (n < k) continue;
-        std::vector<float> x(E), b(E, 0.0f);
-        for (int e = 0; e < E; ++e) x[e] = -1.0f - static_cast<float>(rng() % 1000) / 256.0f;
-        // tied expert i in lane i % ws (min(n, ws) >= k lanes), slot (i / ws + lane) % slots
-        const int slots = E / ws;
-        for (int i = 0; i < n; ++i) x[(i % ws) + ws * ((i / ws + i % ws) % slots)] = 1.5f;
-        TopkCase c = explicit_case(x, b, k, true, 2.5f);
-        c.shape.path = 1;
-        EXPECT_TRUE(topk_case_passes(c, "topk.FilterList.E" + std::to_string(E) + "k" + std::to_string(k) + "n" +
-                                            std::to_string(n)));
-      }
+      for (int n : {ws - 1, ws, ws + 1, 2 * ws})
+        for (bool distinct_s : {false, true}) {
+          std::mt19937_64 rng(static_cast<uint64_t>(E * 1000 + k * 100 + n));
+          if (n < k) continue;
+          std::vector<float> x(E), b(E, 0.0f);
+          for (int e = 0; e < E; ++e) x[e] = -1.0f - static_cast<float>(rng() % 1000) / 256.0f;
+          // tied expert i in lane i % ws (min(n, ws) >= k lanes), slot (i / ws + lane) % slots.
+          // distinct_s: the tie is in c only - s differs per expert and bias = 1 - s makes
+          // c = 1 exactly (1 - s is exact for s in [0.5, 1], and so is s + (1 - s)) - so the
+          // weights' sum in rank order is seen (equal s would sum alike in any order).
+          const int slots = E / ws;
+          for (int i = 0; i < n; ++i) {
+            const int e = (i % ws) + ws * ((i / ws + i % ws) % slots);
+            x[e] = distinct_s ? 0.25f + 0.1f * static_cast<float>(i % 37) : 1.5f;
+            if (distinct_s) b[e] = 1.0f - sigmoid_f32(x[e]);
+          }
+          TopkCase c = explicit_case(x, b, k, true, 2.5f);
+          c.shape.path = 1;
+          EXPECT_TRUE(topk_case_passes(c, "topk.FilterList.E" + std::to_string(E) + "k" + std::to_string(k) + "n" +
+                                              std::to_string(n) + (distinct_s ? "distinct" : "")));
+        }
 }
 
 // Rows past the grid cap (kMaxGrid blocks x 8 rows at warp 32, x 4 at warp 64) are
