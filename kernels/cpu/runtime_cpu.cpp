@@ -1,6 +1,6 @@
 // runtime_cpu.cpp: hy4::rt on the CPU SIMT executor.
-// "Device" memory is host memory filled with garbage at allocation, between guard pages.  Streams run work
-// at once, in order.  While a stream captures, launches, copies and fills are recorded
+// "Device" memory is host memory filled with garbage at allocation, between guard
+// pages.  Streams run work at once, in order.  While a stream captures, launches, copies and fills are recorded
 // with their arguments by value (as GPU graph nodes are) and run again on each replay.
 #include <chrono>
 #include <cstdlib>
