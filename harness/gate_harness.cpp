@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "device_buffer.h"
+#include "fault_case.h"
 #include "gate.h"
 #include "gate_reference.h"
 #include "numerics.h"
@@ -147,6 +148,7 @@ std::string f32s(float v) {
 std::vector<uint16_t> run_gate_eager(const GateCase& c, hy4::rt::Stream s) {
   GateDeviceBuffers b(c);
   GatePlan plan(b.args);
+  const KeepCaseOnFault keep([&] { return gate_to_file(c); }, false);
   b.upload(c, s);
   plan.launch(s);
   return b.download(c, s);
@@ -260,6 +262,7 @@ std::vector<std::vector<uint16_t>> run_gate_replays(const GateCase& capture, con
                                                     std::vector<GateCase>* as_run) {
   GateDeviceBuffers b(capture);
   GatePlan plan(b.args);
+  const KeepCaseOnFault keep([&] { return gate_to_file(capture); }, true);
   b.upload(capture, s);
   hy4::rt::synchronize(s);
   CapturedGraph graph(s, [&](hy4::rt::Stream cs) { plan.launch(cs); });

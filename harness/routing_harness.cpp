@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "device_buffer.h"
+#include "fault_case.h"
 #include "numerics.h"
 #include "platform/hy4_numeric.h"
 #include "refusals.h"
@@ -251,6 +252,7 @@ RoutingOutput to_output(const RoutingCase& c, const ref::RoutingResult& r) {
 RoutingOutput run_routing_eager(const RoutingCase& c, hy4::rt::Stream s) {
   RoutingDeviceBuffers b(c);
   RoutingPlan plan(b.args);
+  const KeepCaseOnFault keep([&] { return routing_to_file(c); }, false);
   b.upload(c, s);
   plan.launch(s);
   return b.download(s);
@@ -355,6 +357,7 @@ std::vector<RoutingOutput> run_routing_replays(const RoutingCase& capture, const
                                                hy4::rt::Stream s, std::vector<RoutingCase>* as_run) {
   RoutingDeviceBuffers b(capture);
   RoutingPlan plan(b.args);
+  const KeepCaseOnFault keep([&] { return routing_to_file(capture); }, true);
   b.upload(capture, s);
   CapturedGraph graph(s, [&](hy4::rt::Stream cs) { plan.launch(cs); });
   std::vector<RoutingOutput> outs;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "device_buffer.h"
+#include "fault_case.h"
 #include "numerics.h"
 #include "platform/hy4_numeric.h"
 #include "refusals.h"
@@ -289,6 +290,7 @@ double ulp_of(double x, bool bf16) {
 SinkOutput run_sink_eager(const SinkCase& c, hy4::rt::Stream s) {
   SinkDeviceBuffers b(c);
   SinkPlan plan(b.args);
+  const KeepCaseOnFault keep([&] { return sink_to_file(c); }, false);
   b.upload(c, s);
   plan.launch(s);
   return b.download(s);
@@ -481,6 +483,7 @@ std::vector<SinkOutput> run_sink_replays(const SinkCase& capture, const std::vec
                                          hy4::rt::Stream s, std::vector<SinkCase>* as_run) {
   SinkDeviceBuffers b(capture);
   SinkPlan plan(b.args);
+  const KeepCaseOnFault keep([&] { return sink_to_file(capture); }, true);
   b.upload(capture, s);
   hy4::rt::synchronize(s);
   CapturedGraph graph(s, [&](hy4::rt::Stream cs) { plan.launch(cs); });

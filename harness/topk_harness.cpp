@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "device_buffer.h"
+#include "fault_case.h"
 #include "numerics.h"
 #include "refusals.h"
 #include "platform/hy4_numeric.h"
@@ -250,6 +251,7 @@ double ulp32_at(double v) {
 TopkOutput run_topk_eager(const TopkCase& c, hy4::rt::Stream s) {
   TopkDeviceBuffers b(c, c.shape.has_num_rows);
   TopkPlan plan(b.args);
+  const KeepCaseOnFault keep([&] { return topk_to_file(c); }, false);
   b.upload(c, s);
   plan.launch(s);
   return b.download(s);
@@ -435,6 +437,7 @@ std::vector<TopkOutput> run_topk_replays(const TopkCase& capture, const std::vec
   TopkPlan plan(b.args);
   TopkCase current = capture;
   current.shape.has_num_rows = true;
+  const KeepCaseOnFault keep([&] { return topk_to_file(current); }, true);
   b.upload(current, s);
   CapturedGraph graph(s, [&](hy4::rt::Stream cs) { plan.launch(cs); });
   std::mt19937_64 rng(capture.seed ^ 0x70b4);

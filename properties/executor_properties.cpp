@@ -6,10 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "device_buffer.h"
+#include "fault_case.h"
 #include "platform/hy4_platform.h"
 #include "support/suite.h"
 
@@ -193,6 +196,57 @@ TEST_P(Executor, ReadPastTheEndOfADeviceBufferFaultsNamingTheThread) {
   EXPECT_DEATH(HY4_LAUNCH(read_at_kernel, dim3(1), dim3(1), s.get(), in.get(), int64_t{64}, out.get()),
                "kernel read_at_kernel, block \\(0,0,0\\), thread \\(0,0,0\\): invalid memory access");
 #endif
+}
+
+// A case whose launches fault leaves its case file (harness/fault_case.h): a
+// KernelFault thrown out of a KeepCaseOnFault scope writes it on the way and goes on
+// unchanged; a SIGSEGV in a kernel thread writes it before the process dies; a scope
+// that closes normally writes nothing.
+TEST_P(Executor, AFaultingCaseLeavesItsCaseFile) {
+  const std::string dir = ::testing::TempDir() + "hy4_fault_cases_warp" + std::to_string(GetParam());
+  const char* was = std::getenv("HY4_CASE_DIR");
+  const std::string previous = was ? was : "";
+  ::setenv("HY4_CASE_DIR", dir.c_str(), 1);
+  auto file_of = [](int64_t seed) {
+    return [seed] {
+      hy4::harness::CaseFile c;
+      c.op = "gate";
+      c.ints["seed"] = seed;
+      return c;
+    };
+  };
+  auto path_of = [&](int64_t seed) { return dir + "/gate.fault." + std::to_string(seed) + ".case"; };
+  const int64_t base = 9100 + 10 * GetParam();
+  for (int64_t i = 0; i < 3; ++i) std::remove(path_of(base + i).c_str());
+  DeviceBuffer<int> d(64), in(64), out(1);
+  ScopedStream s;
+  {
+    const hy4::harness::KeepCaseOnFault keep(file_of(base), false);
+    HY4_LAUNCH(write_index_kernel, dim3(1), dim3(64), s.get(), d.get());
+  }
+  EXPECT_FALSE(std::ifstream(path_of(base)).good()) << "a case without a fault wrote " << path_of(base);
+  EXPECT_THROW(
+      {
+        const hy4::harness::KeepCaseOnFault keep(file_of(base + 1), false);
+        HY4_LAUNCH(shared_out_of_range_kernel, dim3(1), dim3(64), s.get(), d.get());
+      },
+      hy4::cpu::KernelFault);
+  const hy4::harness::CaseFile thrown = hy4::harness::CaseFile::read(path_of(base + 1));
+  EXPECT_EQ(thrown.get("seed"), base + 1);
+  EXPECT_NE(thrown.text_or("fault", ""), "");
+#if !defined(HY4_ASAN)
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        const hy4::harness::KeepCaseOnFault keep(file_of(base + 2), true);
+        HY4_LAUNCH(read_at_kernel, dim3(1), dim3(1), s.get(), in.get(), int64_t{64}, out.get());
+      },
+      "case written to .*gate\\.fault\\." + std::to_string(base + 2) + "\\.case; replay: hy4-repro --warp " +
+          std::to_string(GetParam()) + " --graph");
+  const hy4::harness::CaseFile died = hy4::harness::CaseFile::read(path_of(base + 2));
+  EXPECT_NE(died.text_or("fault", "").find("unmapped memory"), std::string::npos);
+#endif
+  if (was) ::setenv("HY4_CASE_DIR", previous.c_str(), 1); else ::unsetenv("HY4_CASE_DIR");
 }
 
 TEST_P(Executor, BarrierNotReachedByEveryThreadIsReported) {

@@ -19,6 +19,7 @@
 
 #include "case_file.h"
 #include "device_buffer.h"
+#include "fault_case.h"
 #include "registry.h"
 #include "session.h"
 
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
       files.push_back(a);
     }
   }
+  hy4::harness::KeepCaseOnFault::set_enabled(false);  // the files replayed are the reproducers
   if (files.empty()) {
     std::fprintf(stderr, "usage: hy4-repro [--warp 32|64] [--graph] [--require-gpu] CASE_FILE...\n");
     return 2;

@@ -9,4 +9,8 @@ int warp_size();
 // 0x5eed).  Every launch mixes in its own launch number, so launches differ too.
 void set_sched_seed(unsigned long long seed);
 unsigned long long sched_seed();
+// Called once, from the fault reporter, when a kernel thread touches unmapped memory
+// (SIGSEGV / SIGBUS: the process is about to end), after the line naming the kernel,
+// block and thread; under ASan, from ASan's death callback.  nullptr: none.
+void set_fault_hook(void (*hook)());
 }  // namespace hy4::cpu

@@ -60,6 +60,7 @@ std::string device_name() { return "cpu-simt warp" + std::to_string(hy4::cpu::wa
 int warp_size() { return hy4::cpu::warp_size(); }
 std::vector<int> supported_warp_sizes() { return {32, 64}; }
 void set_warp_size(int w) { hy4::cpu::set_warp_size(w); }
+void set_fault_hook(void (*hook)()) { hy4::cpu::set_fault_hook(hook); }
 
 Stream create_stream() { return Stream{new CpuStream()}; }
 void destroy_stream(Stream s) { delete S(s); }

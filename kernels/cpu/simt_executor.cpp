@@ -266,6 +266,7 @@ std::string where(const Block& b, const Fiber& f) {
 // thread_local) goes through the TLS init wrapper - 18 % of a fuzz input's time.
 thread_local Worker* tl_worker_ptr = nullptr;
 void install_fault_reporter();
+std::atomic<void (*)()> g_fault_hook{nullptr};  // set_fault_hook's: run once by the fault reporter
 Worker& W() {
   Worker* w = tl_worker_ptr;
   if (__builtin_expect(w == nullptr, 0)) {
@@ -292,7 +293,8 @@ void fault_reporter(int sig, siginfo_t* info, void*) {
                                 f.idx.threadIdx.z, sig == SIGBUS ? "bus error" : "invalid memory access", info->si_addr);
     if (n > 0) (void)!write(2, line, static_cast<std::size_t>(std::min<int>(n, sizeof line - 1)));
   }
-  signal(sig, SIG_DFL);
+  signal(sig, SIG_DFL);  // a fault inside the hook ends the process at once
+  if (void (*hook)() = g_fault_hook.exchange(nullptr)) hook();
   raise(sig);
 }
 
@@ -613,6 +615,13 @@ int warp_size() {
 }
 int lane_id() { return cur().lane; }
 void set_sched_seed(unsigned long long seed) { g_sched_seed = seed; }
+void set_fault_hook(void (*hook)()) {
+  g_fault_hook = hook;
+  install_fault_reporter();  // before any kernel ran on this thread, too
+#if defined(HY4_ASAN)
+  __sanitizer_set_death_callback(hook);
+#endif
+}
 unsigned long long sched_seed() { return g_sched_seed.load(); }
 
 namespace {
