@@ -249,6 +249,17 @@ TEST_P(Executor, AFaultingCaseLeavesItsCaseFile) {
   if (was) ::setenv("HY4_CASE_DIR", previous.c_str(), 1); else ::unsetenv("HY4_CASE_DIR");
 }
 
+// Freeing a device pointer twice (or one malloc_device never gave) is an error, as
+// cudaFree / hipFree report it; freeing nullptr is not.
+TEST_P(Executor, FreeingADeviceBufferTwiceIsRefused) {
+  void* p = hy4::rt::malloc_device(64);
+  hy4::rt::free_device(p);
+  EXPECT_THROW(hy4::rt::free_device(p), hy4::rt::RuntimeError);
+  int host = 0;
+  EXPECT_THROW(hy4::rt::free_device(&host), hy4::rt::RuntimeError);
+  EXPECT_NO_THROW(hy4::rt::free_device(nullptr));
+}
+
 TEST_P(Executor, BarrierNotReachedByEveryThreadIsReported) {
   DeviceBuffer<int> dout(64);
   ScopedStream s;

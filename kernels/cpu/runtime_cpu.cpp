@@ -127,7 +127,12 @@ void free_device(void* p) {
   {
     std::lock_guard<std::mutex> lk(g_alloc_mu);
     auto it = allocations().find(static_cast<unsigned char*>(p));
-    if (it == allocations().end()) return;  // not ours (or nullptr): nothing to free
+    if (it == allocations().end()) {
+      if (p == nullptr) return;  // as cudaFree(nullptr)
+      // as cudaFree / hipFree of a pointer they did not hand out: an error, not a no-op
+      throw RuntimeError("cpu runtime: free_device(" + std::to_string(reinterpret_cast<uintptr_t>(p)) +
+                         "): not a live device allocation (freed twice, or not from malloc_device)");
+    }
     a = it->second;
     allocations().erase(it);
   }
