@@ -8,9 +8,11 @@
 // no scratch), each expert's s and its rank key: a 64-bit integer that orders
 // (c desc, id asc) exactly as the bit model does (c's bits mapped to an unsigned order,
 // then the complemented id).
-//  - Filter: floor = the k-th largest of the lanes' best order words (one bitonic sort
-//    of ws 32-bit words over the lanes).  k distinct experts reach it, so the row's k
-//    best are among the candidates (order word >= floor), typically k to k + 4 of E.
+//  - Filter: a floor that k distinct experts reach, so the row's k best are among the
+//    candidates (order word >= floor).  E >= ws: the smallest of k or more lane-group
+//    maxima of the lanes' best order words (log2(ws) shuffles; HY V4: 8 groups of 4
+//    lanes, typically ~20 candidates of 256); E < ws: the k-th largest lane best (a
+//    bitonic sort of ws 32-bit words over the lanes, 15 steps at warp 32).
 //  - At most ws candidates (warp-uniform): ballots give each its slot in a per-warp
 //    shared list, lane i ranks candidate i by counting the larger keys, rank r < k goes
 //    to rank slot r; every lane sums the k s values in rank order (the bit model's fp32
@@ -132,18 +134,36 @@ __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const voi
       if (e < experts) key[j] = expert_key(logits, logits_bf16, logits_stride, bias, t, e, &s_reg[j]);
       lane_max = key_order(key[j]) > lane_max ? key_order(key[j]) : lane_max;
     }
-    // The filter.  floor = the k-th largest lane maximum (a bitonic sort of the lane
-    // maxima, descending over the lanes): k distinct experts reach it, so every expert of
-    // the row's k best has an order word >= floor.  (min(E, ws) >= k lanes hold an expert,
-    // so floor is a real key's word, above every empty slot's 0.)
-    uint32_t v = lane_max;
-    for (int size = 2; size <= ws; size *= 2)
-      for (int stride = size / 2; stride > 0; stride /= 2) {
-        const uint32_t pv = dev::shfl_xor(v, stride);
-        const bool keep_max = ((lane & stride) == 0) == ((lane & size) == 0);
-        v = keep_max ? (pv > v ? pv : v) : (pv < v ? pv : v);
+    // The filter: a floor that at least k distinct experts reach, so that every expert of
+    // the row's k best has an order word >= floor.
+    //  - E >= ws (every lane holds an expert): the lanes in groups of g (the largest power
+    //    of two with ws / g >= k groups); floor = the smallest group maximum (log2(ws)
+    //    shuffles).  Each group's maximum is another lane's expert.
+    //  - E < ws: floor = the k-th largest lane maximum (a bitonic sort of the lane maxima,
+    //    descending over the lanes); min(E, ws) >= k lanes hold an expert, so floor is a
+    //    real key's word, above every empty slot's 0.
+    uint32_t v = lane_max, floor_word;
+    if (experts >= ws) {
+      int g = ws;
+      while (ws / g < k) g /= 2;
+      for (int m = 1; m < g; m *= 2) {
+        const uint32_t pv = dev::shfl_xor(v, m);
+        v = pv > v ? pv : v;
       }
-    const uint32_t floor_word = dev::shfl_idx(v, k - 1);
+      for (int m = g; m < ws; m *= 2) {
+        const uint32_t pv = dev::shfl_xor(v, m);
+        v = pv < v ? pv : v;
+      }
+      floor_word = v;
+    } else {
+      for (int size = 2; size <= ws; size *= 2)
+        for (int stride = size / 2; stride > 0; stride /= 2) {
+          const uint32_t pv = dev::shfl_xor(v, stride);
+          const bool keep_max = ((lane & stride) == 0) == ((lane & size) == 0);
+          v = keep_max ? (pv > v ? pv : v) : (pv < v ? pv : v);
+        }
+      floor_word = dev::shfl_idx(v, k - 1);
+    }
     // The candidates (order word >= floor) get list positions by ballots, slot by slot,
     // and are written to the list as they come (positions past ws are dropped: the
     // fallback below does not use the list).
@@ -235,13 +255,14 @@ __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const voi
 // Block per row (decode): what one warp's chain did in k rounds, E threads do at once.
 //  - Thread e (blockDim = the power of two >= E, 64 .. 512) loads expert e's logit and
 //    bias and forms s and its rank key (threads past E hold key 0, below every real key).
-//  - Each warp sorts its keys descending by a bitonic network over the lanes (shfl_xor;
-//    log2(ws)(log2(ws)+1)/2 steps), s carried along; lanes below kk = min(k, ws) write
-//    the warp's best kk (key, s) to shared memory as candidates.  The k best of the row
+//  - Thread e also writes s to shared memory (s_of[e]: read back by a winner's id, so s
+//    is not carried through the network).  Each warp sorts its keys descending by a
+//    bitonic network over the lanes (shfl_xor; log2(ws)(log2(ws)+1)/2 steps); lanes
+//    below kk = min(k, ws) write the warp's best kk keys to shared memory as candidates.  The k best of the row
 //    are among them (a warp's experts beyond its kk best lose to those kk).
 //  - Candidate i's rank = the candidates with a larger key (keys are unique: the id is in
 //    them), counted by P adjacent threads (P a power of two: nt / candidates) and summed
-//    by shuffles; rank < k writes (key, s) to rank slot.
+//    by shuffles; rank < k writes (key, s_of[id]) to rank slot.
 //  - Warp 0: lane r < k takes rank r; every lane sums the k s values in rank order (the
 //    bit model's order), lane r writes weight and id r.
 // Bounded by the load, the bitonic chain (15 steps at warp 32, 21 at 64) and three
@@ -258,7 +279,7 @@ __global__ void HY4_LAUNCH_BOUNDS(512) topk_row_block_kernel(const void* logits,
   int parts = 1;              // threads per candidate: a power of two, at most nt / nc and ws
   while (parts * 2 * nc <= nt && parts * 2 <= ws) parts *= 2;
   HY4_SHARED_UPTO(uint64_t, cand_key, kMaxCandidates, nc);
-  HY4_SHARED_UPTO(float, cand_s, kMaxCandidates, nc);
+  HY4_SHARED_UPTO(float, s_of, 512, nt);  // s of expert e (thread e), read back by the key's id
   HY4_SHARED_UPTO(uint64_t, rank_key_of, TopkPlan::kMaxK, k);
   HY4_SHARED_UPTO(float, rank_s, TopkPlan::kMaxK, k);
   const int64_t real_rows = device_row_count(num_rows, rows);
@@ -276,20 +297,14 @@ __global__ void HY4_LAUNCH_BOUNDS(512) topk_row_block_kernel(const void* logits,
     uint64_t key = 0;
     float sv = 0.0f;
     if (e < experts) key = expert_key(logits, logits_bf16, logits_stride, bias, t, e, &sv);
+    s_of[tid] = sv;
     for (int size = 2; size <= ws; size *= 2)  // bitonic, descending over the lanes
       for (int stride = size / 2; stride > 0; stride /= 2) {
         const uint64_t pk = dev::shfl_xor(key, stride);
-        const float ps = dev::shfl_xor(sv, stride);
         const bool keep_max = ((lane & stride) == 0) == ((lane & size) == 0);
-        if (keep_max ? pk > key : pk < key) {
-          key = pk;
-          sv = ps;
-        }
+        if (keep_max ? pk > key : pk < key) key = pk;
       }
-    if (lane < kk) {
-      cand_key[warp * kk + lane] = key;
-      cand_s[warp * kk + lane] = sv;
-    }
+    if (lane < kk) cand_key[warp * kk + lane] = key;
     dev::sync_block();
     const int i = tid / parts, part = tid % parts;
     int rank = 0;
@@ -301,7 +316,7 @@ __global__ void HY4_LAUNCH_BOUNDS(512) topk_row_block_kernel(const void* logits,
     for (int m = 1; m < parts; m *= 2) rank += dev::shfl_xor(rank, m);
     if (i < nc && part == 0 && rank < k) {
       rank_key_of[rank] = mine;
-      rank_s[rank] = cand_s[i];
+      rank_s[rank] = s_of[key_id(mine)];
     }
     dev::sync_block();
     if (warp == 0) write_ranked_row(rank_s, rank_key_of, 0, k, lane, renormalize, rsf, w_row, id_row);
