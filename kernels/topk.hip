@@ -5,17 +5,20 @@
 // design is written above it, below) and topk_kernel, described here.
 // topk_kernel: one warp per row.  Lane l owns experts l, l + warpSize, ... and
 // keeps, in registers (kPerLane slots, fully unrolled: no dynamic register indexing,
-// no scratch), each expert's s and its rank key: a 64-bit integer that orders
-// (c desc, id asc) exactly as the bit model does (c's bits mapped to an unsigned order,
-// then the complemented id).
-//  - Filter: a floor that k distinct experts reach, so the row's k best are among the
-//    candidates (order word >= floor).  E >= ws: the smallest of k or more lane-group
-//    maxima of the lanes' best order words (log2(ws) shuffles; HY V4: 8 groups of 4
-//    lanes, typically ~20 candidates of 256); E < ws: the k-th largest lane best (a
-//    bitonic sort of ws 32-bit words over the lanes, 15 steps at warp 32).
+// no scratch), each expert's logit and the upper bound of its order word.  Rank keys are
+// 64-bit integers that order (c desc, id asc) exactly as the bit model does (c's bits
+// mapped to an unsigned order, then the complemented id).
+//  - Estimates (kPerLane = 8, E <= 256): each slot's c from dev::fast_sigmoid (the
+//    hardware's approximate exp and divide, within 2^-16 of sigmoid_f32) as a lower and
+//    an upper bound (lo, hi) of the exact c's order word; the bit-exact sigmoid_f32 runs
+//    only for the candidates (one per lane, not kPerLane), or for every slot on the
+//    fallback below.  (kPerLane = 16: lo = hi = the exact order word.)
+//  - Filter: floor = the k-th largest of the lanes' best lo (one bitonic sort of ws
+//    32-bit words over the lanes).  k distinct experts reach it, so the row's k best are
+//    among the candidates (hi >= floor), typically k to k + 4 of E.
 //  - At most ws candidates (warp-uniform): ballots give each its slot in a per-warp
-//    shared list, lane i ranks candidate i by counting the larger keys, rank r < k goes
-//    to rank slot r; every lane sums the k s values in rank order (the bit model's fp32
+//    shared list (logit and id), lane i forms candidate i's exact key and s and ranks it
+//    by counting the larger keys, rank r < k goes to rank slot r; every lane sums the k s values in rank order (the bit model's fp32
 //    additions), lane r writes rank r.  About a third of the instructions of the rounds.
 //  - More (many ties at the floor, e.g. a constant row): the lane sorts its slots once
 //    (bitonic network); each of the k rounds is a butterfly of 64-bit shuffles over the
@@ -56,16 +59,40 @@ HY4_DEVICE inline uint64_t rank_key(float c, int id) {
 HY4_DEVICE inline int key_id(uint64_t key) { return static_cast<int>(0xFFFFFFFFu - static_cast<uint32_t>(key)); }
 HY4_DEVICE inline uint64_t max_key(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
-// Expert e of row t: s = sigmoid_f32(x) into *s, and its rank key (c = s + bias; NaN
-// chooses like -inf).  Both kernels form every key this way.
-HY4_DEVICE inline uint64_t expert_key(const void* logits, int logits_bf16, int64_t logits_stride, const float* bias,
-                                      int64_t t, int e, float* s) {
-  const float x = logits_bf16 ? bf16_to_f32(static_cast<const uint16_t*>(logits)[t * logits_stride + e])
-                              : static_cast<const float*>(logits)[t * logits_stride + e];
+// Expert e of row t's logit, as fp32.
+HY4_DEVICE inline float load_logit(const void* logits, int logits_bf16, int64_t logits_stride, int64_t t, int e) {
+  return logits_bf16 ? bf16_to_f32(static_cast<const uint16_t*>(logits)[t * logits_stride + e])
+                     : static_cast<const float*>(logits)[t * logits_stride + e];
+}
+// Logit x of expert e with bias b: s = sigmoid_f32(x) into *s, and its rank key (c = s +
+// b; NaN chooses like -inf).  Every key of both kernels is formed this way.
+HY4_DEVICE inline uint64_t exact_key(float x, float b, int e, float* s) {
   const float sv = sigmoid_f32(x);
-  const float cv = sv + bias[e];
+  const float cv = sv + b;
   *s = sv;
   return rank_key(is_nan_f32(cv) ? f32_from_bits(0xff800000u) : cv, e);
+}
+HY4_DEVICE inline uint64_t expert_key(const void* logits, int logits_bf16, int64_t logits_stride, const float* bias,
+                                      int64_t t, int e, float* s) {
+  return exact_key(load_logit(logits, logits_bf16, logits_stride, t, e), bias[e], e, s);
+}
+
+// The order words of a lower and an upper bound of c = sigmoid_f32(x) + b, from the
+// estimate ce = fast_sigmoid(x) + b: |c - ce| <= 2^-16 + 2^-22 |ce| (fast_sigmoid's
+// promise and two fp32 roundings), and the margin 2^-12 + 2^-20 |ce| is 16 and 4 times
+// that, so the rounding of ce -+ margin cannot cross c.  NaN and +-inf are exact (c is
+// NaN, -> -inf, exactly when ce is: s is never NaN or infinite for a number x; c is
+// infinite exactly when b is).
+HY4_DEVICE inline uint32_t order_word(float c) { return static_cast<uint32_t>(rank_key(c, 0) >> 32); }
+HY4_DEVICE inline void c_bounds(float ce, uint32_t* lo, uint32_t* hi) {
+  if (is_nan_f32(ce)) ce = f32_from_bits(0xff800000u);
+  if (!(ce - ce == 0.0f)) {
+    *lo = *hi = order_word(ce);
+    return;
+  }
+  const float m = 0x1p-12f + 0x1p-20f * (ce < 0.0f ? -ce : ce);
+  *lo = order_word(ce - m);
+  *hi = order_word(ce + m);
 }
 
 // The scale of a row whose selected s values sum (in rank order) to sum.
@@ -100,13 +127,15 @@ template <int kPerLane>
 __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const void* logits, int logits_bf16, int64_t logits_stride, const float* bias,
                             int64_t rows, int experts, int k, int renormalize, float rsf, const int32_t* num_rows,
                             float* weights, int64_t weights_stride, int32_t* ids, int64_t ids_stride) {
+  constexpr bool kEstimate = kPerLane <= 8;  // fast_sigmoid bounds (else exact order words)
   const int ws = dev::warp_size();
   const int lane = dev::lane_id();
   const int warp = static_cast<int>(threadIdx.x) / ws;
   const int warps = static_cast<int>(blockDim.x) / ws;
   // Per warp: ws candidate slots and k rank slots (the filter path).
   HY4_SHARED_UPTO(uint64_t, cand_key, TopkPlan::kBlockThreads, warps * ws);
-  HY4_SHARED_UPTO(float, cand_s, TopkPlan::kBlockThreads, warps * ws);
+  HY4_SHARED_UPTO(float, cand_s, TopkPlan::kBlockThreads, warps * ws);  // a candidate's logit, then its s
+  HY4_SHARED_UPTO(int32_t, cand_e, TopkPlan::kBlockThreads, warps * ws);
   HY4_SHARED_UPTO(uint64_t, rank_key_of, TopkPlan::kBlockThreads / 32 * TopkPlan::kMaxK, warps * k);
   HY4_SHARED_UPTO(float, rank_s, TopkPlan::kBlockThreads / 32 * TopkPlan::kMaxK, warps * k);
   const int cbase = warp * ws, rbase = warp * k;
@@ -123,64 +152,81 @@ __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const voi
       }
       continue;
     }
+    // kEstimate: per slot the bounds of c's order word from fast_sigmoid (lo for the
+    // floor, hi for the candidates) and the logit (for a candidate's exact key).
+    // Otherwise (the 16-slot instance, E > 256) the exact key and s of every slot, its
+    // order word as both bounds: the estimates' extra registers cost that instance a wave
+    // per SIMD on AMD (141 VGPRs, 3 waves; 4 needed).
+    float x_reg[kPerLane];
+    uint32_t hi_w[kPerLane];
     uint64_t key[kPerLane];
     float s_reg[kPerLane];
-    uint32_t lane_max = 0;
+    uint32_t lane_max = 0;  // the lane's best lo
 #pragma unroll
     for (int j = 0; j < kPerLane; ++j) {
       const int e = j * ws + lane;
-      key[j] = 0;  // slots past E never compete
-      s_reg[j] = 0.0f;
-      if (e < experts) key[j] = expert_key(logits, logits_bf16, logits_stride, bias, t, e, &s_reg[j]);
-      lane_max = key_order(key[j]) > lane_max ? key_order(key[j]) : lane_max;
-    }
-    // The filter: a floor that at least k distinct experts reach, so that every expert of
-    // the row's k best has an order word >= floor.
-    //  - E >= ws (every lane holds an expert): the lanes in groups of g (the largest power
-    //    of two with ws / g >= k groups); floor = the smallest group maximum (log2(ws)
-    //    shuffles).  Each group's maximum is another lane's expert.
-    //  - E < ws: floor = the k-th largest lane maximum (a bitonic sort of the lane maxima,
-    //    descending over the lanes); min(E, ws) >= k lanes hold an expert, so floor is a
-    //    real key's word, above every empty slot's 0.
-    uint32_t v = lane_max, floor_word;
-    if (experts >= ws) {
-      int g = ws;
-      while (ws / g < k) g /= 2;
-      for (int m = 1; m < g; m *= 2) {
-        const uint32_t pv = dev::shfl_xor(v, m);
-        v = pv > v ? pv : v;
-      }
-      for (int m = g; m < ws; m *= 2) {
-        const uint32_t pv = dev::shfl_xor(v, m);
-        v = pv < v ? pv : v;
-      }
-      floor_word = v;
-    } else {
-      for (int size = 2; size <= ws; size *= 2)
-        for (int stride = size / 2; stride > 0; stride /= 2) {
-          const uint32_t pv = dev::shfl_xor(v, stride);
-          const bool keep_max = ((lane & stride) == 0) == ((lane & size) == 0);
-          v = keep_max ? (pv > v ? pv : v) : (pv < v ? pv : v);
+      if constexpr (kEstimate) {
+        x_reg[j] = 0.0f;
+        hi_w[j] = 0;  // slots past E never compete
+        if (e < experts) {
+          const float x = load_logit(logits, logits_bf16, logits_stride, t, e);
+          uint32_t lo;
+          c_bounds(dev::fast_sigmoid(x) + bias[e], &lo, &hi_w[j]);
+          x_reg[j] = x;
+          lane_max = lo > lane_max ? lo : lane_max;
         }
-      floor_word = dev::shfl_idx(v, k - 1);
+      } else {
+        key[j] = 0;  // slots past E never compete
+        s_reg[j] = 0.0f;
+        if (e < experts) key[j] = expert_key(logits, logits_bf16, logits_stride, bias, t, e, &s_reg[j]);
+        lane_max = key_order(key[j]) > lane_max ? key_order(key[j]) : lane_max;
+      }
     }
-    // The candidates (order word >= floor) get list positions by ballots, slot by slot,
-    // and are written to the list as they come (positions past ws are dropped: the
-    // fallback below does not use the list).
+    // The filter.  floor = the k-th largest lane maximum of lo (a bitonic sort of the
+    // lane maxima, descending over the lanes): k distinct experts reach it (their lo, so
+    // their exact order word, is >= floor), so every expert of the row's k best has an
+    // exact order word >= floor, and so hi >= floor.  (min(E, ws) >= k lanes hold an
+    // expert, so floor is a real key's word, above every empty slot's 0.)
+    uint32_t v = lane_max;
+    for (int size = 2; size <= ws; size *= 2)
+      for (int stride = size / 2; stride > 0; stride /= 2) {
+        const uint32_t pv = dev::shfl_xor(v, stride);
+        const bool keep_max = ((lane & stride) == 0) == ((lane & size) == 0);
+        v = keep_max ? (pv > v ? pv : v) : (pv < v ? pv : v);
+      }
+    const uint32_t floor_word = dev::shfl_idx(v, k - 1);
+    // The candidates (hi >= floor) get list positions by ballots, slot by slot, and their
+    // logit and id are written to the list as they come (positions past ws are dropped:
+    // the fallback below does not use the list).
+    // (Without kEstimate the keys and s themselves.)
     int n = 0;
 #pragma unroll
     for (int j = 0; j < kPerLane; ++j) {
-      const bool c = key_order(key[j]) >= floor_word;
+      const bool c = (kEstimate ? hi_w[j] : key_order(key[j])) >= floor_word;
       const uint64_t b = dev::ballot(c);
       const int pos = n + __builtin_popcountll(b & below);
       if (c && pos < ws) {
-        cand_key[cbase + pos] = key[j];
-        cand_s[cbase + pos] = s_reg[j];
+        if constexpr (kEstimate) {
+          cand_s[cbase + pos] = x_reg[j];
+          cand_e[cbase + pos] = j * ws + lane;
+        } else {
+          cand_key[cbase + pos] = key[j];
+          cand_s[cbase + pos] = s_reg[j];
+        }
       }
       n += __builtin_popcountll(b);
     }
     if (n <= ws) {  // warp-uniform: the list holds every candidate
       dev::sync_warp();
+      if constexpr (kEstimate) {
+        if (lane < n) {  // candidate `lane`'s exact key and s (lane owns list entry `lane`)
+          float sv;
+          const int e = cand_e[cbase + lane];
+          cand_key[cbase + lane] = exact_key(cand_s[cbase + lane], bias[e], e, &sv);
+          cand_s[cbase + lane] = sv;
+        }
+        dev::sync_warp();
+      }
       if (lane < n) {  // candidate `lane`'s rank = the candidates with a larger key (keys are unique)
         const uint64_t mine = cand_key[cbase + lane];
         int rank = 0;
@@ -195,7 +241,17 @@ __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const voi
       dev::sync_warp();  // the lists are rewritten by the warp's next row
       continue;
     }
-    // More than ws candidates (many ties at the floor): k rounds over sorted lanes.
+    // More than ws candidates (many ties at the floor): (kEstimate: the exact keys of
+    // every slot, then) k rounds over sorted lanes.
+    if constexpr (kEstimate) {
+#pragma unroll
+      for (int j = 0; j < kPerLane; ++j) {
+        const int e = j * ws + lane;
+        key[j] = 0;  // slots past E never compete
+        s_reg[j] = 0.0f;
+        if (e < experts) key[j] = exact_key(x_reg[j], bias[e], e, &s_reg[j]);
+      }
+    }
     // Sort the lane's slots by key, descending (bitonic network, fully unrolled: the
     // indices are compile-time, so everything stays in registers).  A lane's head is
     // then its best untaken expert.

@@ -31,6 +31,7 @@
 
 #if defined(HY4_BACKEND_CPU)
 #include "../cpu/simt.h"
+#include "hy4_numeric.h"  // fast_sigmoid's CPU model
 #define HY4_HD
 #define HY4_DEVICE
 #elif defined(HY4_BACKEND_HIP)
@@ -136,6 +137,31 @@ HY4_DEVICE inline uint64_t match_any(uint32_t v, int bits) {
   }
   return m;
 }
+#endif
+
+// ---- approximate sigmoid (a filter's estimate only, never an output) -------------
+// fast_sigmoid(x) ~ 1 / (1 + e^-x) by the hardware's approximate exp and divide.
+// Promise (what topk's filter margin rests on): |fast_sigmoid(x) - sigmoid_f32(x)| <=
+// 2^-16 for every x, NaN for NaN.  CUDA: __expf is within 2 + floor(|1.173 x|) ulp (CUDA C
+// Programming Guide, intrinsic functions: <= 124 ulp = 1.5e-5 relative while |x| <= 104;
+// past that both sigmoids are 0 or 1) and __fdividef within 2 ulp, so the difference is
+// below 5e-6; HIP's __expf (v_exp_f32 of x * log2 e) is within ~|x| 2^-24 relative.
+// The CPU executor is the worst GPU the promise allows: sigmoid_f32(x) moved by a
+// deterministic pseudo-random amount of up to 2^-16, so that a filter relying on less
+// than the promise fails on the CPU too (the property tests' ties see it).
+#if defined(HY4_BACKEND_CPU)
+inline float fast_sigmoid(float x) {
+  uint32_t h = f32_bits(x);
+  h ^= h >> 16;
+  h *= 0x7feb352du;
+  h ^= h >> 15;
+  h *= 0x846ca68bu;
+  h ^= h >> 16;
+  const float u = static_cast<float>(static_cast<int32_t>(h >> 8) - (1 << 23)) * 0x1p-23f;  // [-1, 1)
+  return sigmoid_f32(x) + u * 0x1p-16f;
+}
+#else
+__device__ __forceinline__ float fast_sigmoid(float x) { return __fdividef(1.0f, 1.0f + __expf(-x)); }
 #endif
 
 // ---- vector types for global memory --------------------------------------------
