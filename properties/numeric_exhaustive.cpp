@@ -113,16 +113,19 @@ TEST(NumericExhaustive, DeviceBitsEqualHostBits) {
   const uint64_t total = ((uint64_t{1} << 32) + stride - 1) / stride;
   const uint32_t chunk = 1u << 24;
   hy4::harness::ScopedStream s;
-  hy4::harness::DeviceBuffer<uint32_t> de(chunk), dl(chunk), ds(chunk);
-  std::vector<uint32_t> he, hl, hs;
-  uint64_t mismatches = 0, checked = 0;
+  hy4::harness::DeviceBuffer<uint32_t> de(chunk), dl(chunk), ds(chunk), df(chunk);
+  std::vector<uint32_t> he, hl, hs, hf;
+  uint64_t mismatches = 0, checked = 0, fast_violations = 0;
+  double fast_worst = 0;
+  uint32_t fast_worst_at = 0;
   for (uint64_t first_index = 0; first_index < total; first_index += chunk) {
     const uint32_t count = static_cast<uint32_t>(std::min<uint64_t>(chunk, total - first_index));
     const uint32_t first = static_cast<uint32_t>(first_index * stride);
-    hy4::numeric_probe_launch(first, stride, count, de.get(), dl.get(), ds.get(), s);
+    hy4::numeric_probe_launch(first, stride, count, de.get(), dl.get(), ds.get(), df.get(), s);
     de.download(he, s);
     dl.download(hl, s);
     ds.download(hs, s);
+    df.download(hf, s);
     hy4::rt::synchronize(s);
     for (uint32_t i = 0; i < count; ++i) {
       const float x = hy4::f32_from_bits(first + i * stride);
@@ -132,10 +135,25 @@ TEST(NumericExhaustive, DeviceBitsEqualHostBits) {
         ADD_FAILURE() << "input " << std::hex << hy4::f32_bits(x) << ": device exp/log/sigmoid " << he[i] << "/"
                       << hl[i] << "/" << hs[i] << ", host " << hy4::f32_bits(hy4::exp_f32(x)) << "/"
                       << hy4::f32_bits(hy4::log_f32(x)) << "/" << hy4::f32_bits(hy4::sigmoid_f32(x));
+      // dev::fast_sigmoid's promise (topk's filter margin rests on it): within 2^-16 of
+      // sigmoid_f32, NaN exactly for NaN.
+      const float fs = hy4::f32_from_bits(hf[i]), es = hy4::sigmoid_f32(x);
+      const double d = std::fabs(static_cast<double>(fs) - static_cast<double>(es));
+      const bool fast_ok = std::isnan(x) ? std::isnan(fs) : !std::isnan(fs) && d <= 0x1p-16;
+      if (!std::isnan(x) && d > fast_worst) {
+        fast_worst = d;
+        fast_worst_at = hy4::f32_bits(x);
+      }
+      if (!fast_ok && fast_violations++ < 8)
+        ADD_FAILURE() << "input " << std::hex << hy4::f32_bits(x) << ": device fast_sigmoid " << hf[i]
+                      << " is not within 2^-16 of sigmoid_f32 " << hy4::f32_bits(es);
     }
     checked += count;
   }
   std::printf("[hy4] %s: %llu inputs (stride %u), %llu differ from the host\n", hy4::rt::device_name().c_str(),
               static_cast<unsigned long long>(checked), stride, static_cast<unsigned long long>(mismatches));
+  std::printf("[hy4] fast_sigmoid: worst |fast - sigmoid_f32| %.3g at %a (promise 2^-16 = %.3g), %llu beyond\n",
+              fast_worst, hy4::f32_from_bits(fast_worst_at), 0x1p-16, static_cast<unsigned long long>(fast_violations));
   EXPECT_EQ(mismatches, 0u);
+  EXPECT_EQ(fast_violations, 0u);
 }
