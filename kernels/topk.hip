@@ -18,8 +18,9 @@
 //    among the candidates (hi >= floor), typically k to k + 4 of E.
 //  - At most ws candidates (warp-uniform): ballots give each its slot in a per-warp
 //    shared list (logit and id), lane i forms candidate i's exact key and s and ranks it
-//    by counting the larger keys, rank r < k goes to rank slot r; every lane sums the k s values in rank order (the bit model's fp32
-//    additions), lane r writes rank r.  About a third of the instructions of the rounds.
+//    by counting the larger keys, rank r < k goes to rank slot r; every lane sums the k
+//    s values in rank order (the bit model's fp32 additions), lane r writes rank r.
+//    About a third of the instructions of the rounds.
 //  - More (many ties at the floor, e.g. a constant row): the lane sorts its slots once
 //    (bitonic network); each of the k rounds is a butterfly of 64-bit shuffles over the
 //    lanes' heads, the owner broadcasts its head's s and pops it (empty slots hold key 0,
@@ -58,6 +59,9 @@ HY4_DEVICE inline uint64_t rank_key(float c, int id) {
 }
 HY4_DEVICE inline int key_id(uint64_t key) { return static_cast<int>(0xFFFFFFFFu - static_cast<uint32_t>(key)); }
 HY4_DEVICE inline uint64_t max_key(uint64_t a, uint64_t b) { return a > b ? a : b; }
+// The order word of a key: (c desc) alone, without the id (0 for an empty slot).
+HY4_DEVICE inline uint32_t key_order(uint64_t key) { return static_cast<uint32_t>(key >> 32); }
+HY4_DEVICE inline uint32_t order_word(float c) { return key_order(rank_key(c, 0)); }
 
 // Expert e of row t's logit, as fp32.
 HY4_DEVICE inline float load_logit(const void* logits, int logits_bf16, int64_t logits_stride, int64_t t, int e) {
@@ -83,7 +87,6 @@ HY4_DEVICE inline uint64_t expert_key(const void* logits, int logits_bf16, int64
 // that, so the rounding of ce -+ margin cannot cross c.  NaN and +-inf are exact (c is
 // NaN, -> -inf, exactly when ce is: s is never NaN or infinite for a number x; c is
 // infinite exactly when b is).
-HY4_DEVICE inline uint32_t order_word(float c) { return static_cast<uint32_t>(rank_key(c, 0) >> 32); }
 HY4_DEVICE inline void c_bounds(float ce, uint32_t* lo, uint32_t* hi) {
   if (is_nan_f32(ce)) ce = f32_from_bits(0xff800000u);
   if (!(ce - ce == 0.0f)) {
@@ -119,9 +122,6 @@ HY4_DEVICE inline void write_ranked_row(SharedS rank_s, SharedK rank_key_of, int
     id_row[lane] = key_id(rank_key_of[base + lane]);
   }
 }
-
-// The order word of a key: (c desc) alone, without the id (0 for an empty slot).
-HY4_DEVICE inline uint32_t key_order(uint64_t key) { return static_cast<uint32_t>(key >> 32); }
 
 template <int kPerLane>
 __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const void* logits, int logits_bf16, int64_t logits_stride, const float* bias,
@@ -314,8 +314,9 @@ __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const voi
 //  - Thread e also writes s to shared memory (s_of[e]: read back by a winner's id, so s
 //    is not carried through the network).  Each warp sorts its keys descending by a
 //    bitonic network over the lanes (shfl_xor; log2(ws)(log2(ws)+1)/2 steps); lanes
-//    below kk = min(k, ws) write the warp's best kk keys to shared memory as candidates.  The k best of the row
-//    are among them (a warp's experts beyond its kk best lose to those kk).
+//    below kk = min(k, ws) write the warp's best kk keys to shared memory as
+//    candidates.  The k best of the row are among them (a warp's experts beyond its kk
+//    best lose to those kk).
 //  - Candidate i's rank = the candidates with a larger key (keys are unique: the id is in
 //    them), counted by P adjacent threads (P a power of two: nt / candidates) and summed
 //    by shuffles; rank < k writes (key, s_of[id]) to rank slot.
