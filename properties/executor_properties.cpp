@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "device_buffer.h"
@@ -160,6 +161,40 @@ TEST_P(Executor, SharedMemoryStartsAsGarbageAndUnwrittenReadsAreReported) {
   const std::string f = fault_of([&] { HY4_LAUNCH(uninit_shared_kernel, dim3(1), dim3(64), s.get(), dout.get()); });
   EXPECT_NE(f.find("reads buf["), std::string::npos) << f;
   EXPECT_NE(f.find("uninit_shared_kernel"), std::string::npos) << f;
+}
+
+// A shared-memory read converts implicitly to the element's type only, so that it mixes
+// in expressions as a GPU array element does.  With a plain conversion operator,
+// `c ? buf[i] : 0` was int on the CPU executor (the proxy converted to int first): a
+// 64-bit ballot mask cut to 32 bits, fine on a GPU (found by the topk block path's
+// 2026-12-03 candidate-floor variant).  Now the built-in conditional of (T, int) applies,
+// as on a GPU; explicit casts still compile.
+template <class R>
+using ConditionalWithInt = decltype(true ? std::declval<R>() : 0);
+static_assert(std::is_same_v<ConditionalWithInt<hy4::cpu::SharedRef<uint64_t>>, uint64_t>,
+              "c ? shared_u64[i] : 0 must be uint64_t, as on a GPU");
+static_assert(std::is_same_v<ConditionalWithInt<hy4::cpu::SharedRef<float>>, float>, "c ? shared_f32[i] : 0 is float");
+static_assert(!std::is_convertible_v<hy4::cpu::SharedRef<uint64_t>, int>, "implicit narrowing of a shared read");
+static_assert(!std::is_convertible_v<hy4::cpu::SharedRef<float>, double>, "implicit conversion of a shared read");
+static_assert(std::is_convertible_v<hy4::cpu::SharedRef<uint64_t>, uint64_t>, "a shared read is its element");
+static_assert(std::is_constructible_v<int, hy4::cpu::SharedRef<float>>, "explicit casts of a shared read");
+
+__global__ void shared_mask_kernel(uint64_t* out) {
+  HY4_SHARED(uint64_t, masks, 4);
+  const int t = threadIdx.x;
+  if (t < 4) masks[t] = (uint64_t{0xA5} << 56) | static_cast<uint64_t>(t);
+  __syncthreads();
+  const uint64_t m = t < 4 ? masks[t] : 0;  // uint64_t on a GPU, and here
+  out[t] = m + static_cast<uint64_t>(static_cast<int>(masks[t % 4]) == t % 4 ? 0 : 1);
+}
+
+TEST_P(Executor, SharedReadsKeepTheirElementType) {
+  DeviceBuffer<uint64_t> dout(8);
+  ScopedStream s;
+  HY4_LAUNCH(shared_mask_kernel, dim3(1), dim3(8), s.get(), dout.get());
+  std::vector<uint64_t> out;
+  dout.download(out, s);
+  for (int t = 0; t < 8; ++t) EXPECT_EQ(out[t], t < 4 ? (uint64_t{0xA5} << 56) | static_cast<uint64_t>(t) : 0u) << t;
 }
 
 TEST_P(Executor, SharedIndexPastTheEndIsReported) {

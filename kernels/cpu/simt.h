@@ -99,9 +99,21 @@ struct SharedRef {
   unsigned char* w;
   const char* name;
   std::size_t index;
-  HY4_EXECUTOR_INLINE operator T() const {
+  // Reads convert implicitly to T alone (a template deduces U = the target type and
+  // accepts only U = T), so a read mixes in expressions as the GPU's array element: with
+  // a plain operator T(), `c ? shared[i] : 0` converted the proxy to int (a uint64_t
+  // mask cut to 32 bits here, not on a GPU); now the built-in (T, int) conditional
+  // applies and the result is T's arithmetic type.  Casts to other arithmetic types
+  // stay allowed (explicit); an implicit one (shared float into a double) does not
+  // compile here, where a GPU would convert: write the cast.
+  template <class U, std::enable_if_t<std::is_same_v<U, T>, int> = 0>
+  HY4_EXECUTOR_INLINE operator U() const {
     if (!*w) report_shared_uninit(name, index);
     return *p;
+  }
+  template <class U, std::enable_if_t<!std::is_same_v<U, T> && std::is_arithmetic_v<U>, int> = 0>
+  HY4_EXECUTOR_INLINE explicit operator U() const {
+    return static_cast<U>(static_cast<T>(*this));
   }
   HY4_EXECUTOR_INLINE SharedRef& operator=(const T& v) {
     *p = v;
