@@ -4,6 +4,7 @@
 #include <random>
 
 #include "device_buffer.h"
+#include "fault_case.h"
 #include "platform/hy4_numeric.h"
 #include "routing.h"
 #include "topk.h"
@@ -79,6 +80,9 @@ std::vector<ChainRun> run_topk_routing_chain(uint64_t seed, int64_t T, int repla
   ra.workspace_capacity = static_cast<int64_t>(ws.size());
   const TopkPlan tp(ta);
   const RoutingPlan rp(ra);
+  // A fault in the captured chain leaves the chain's case file (seed, T, replays: the
+  // whole run), as each op's own harness does.
+  const KeepCaseOnFault keep([&] { return chain_to_file(seed, T, replays); }, true);
   std::mt19937_64 rng(seed);
   auto upload = [&](const TopkCase& c) {
     logits.upload(std::vector<float>(reinterpret_cast<const float*>(c.logits.data()),
@@ -136,7 +140,6 @@ Verdict check_chain(const ChainRun& r, hy4::rt::Stream s) {
   const RoutingCase rc = chain_routing_case(t);
   const Verdict vr = check_routing(rc, r.routing_out);
   v.merge(vr);
-  v.elements += vr.elements;
   // == eager launches of the two ops on the same data
   const TopkOutput te = run_topk_eager(t, s);
   if (!(te == r.topk_out)) {
@@ -192,7 +195,6 @@ Verdict replay_chain_file(const CaseFile& f, hy4::rt::Stream s) {
     Verdict v = check_chain(r, s);
     if (!v.ok()) v.note("chain replay " + std::to_string(k));
     all.merge(v);
-    all.elements += v.elements;
     ++k;
   }
   return all;

@@ -12,7 +12,7 @@ struct Verdict {
   int64_t bit_mismatches = 0;  // vs the bit model (the whole output buffer, gaps included)
   int64_t bound_violations = 0;  // vs the float64 reference, beyond the stated bound
   double worst_ulp = 0;          // largest error vs float64 seen, in ULPs of the output type
-  double bound_ulp = 0;          // the stated bound
+  double bound_ulp = 0;          // the stated bound (merged: the largest of them)
   std::vector<std::string> first_differences;  // at most kMaxReported, human readable
 
   static constexpr std::size_t kMaxReported = 8;
@@ -21,7 +21,7 @@ struct Verdict {
     if (first_differences.size() < kMaxReported) first_differences.push_back(what);
   }
   std::string summary() const;
-  // Merges another verdict of the same op (conformance tables).
+  // Merges another verdict (conformance tables; the chain's two ops): counts add up.
   void merge(const Verdict& o);
 };
 
@@ -39,7 +39,7 @@ inline void Verdict::merge(const Verdict& o) {
   bit_mismatches += o.bit_mismatches;
   bound_violations += o.bound_violations;
   if (o.worst_ulp > worst_ulp) worst_ulp = o.worst_ulp;
-  bound_ulp = o.bound_ulp;
+  if (o.bound_ulp > bound_ulp) bound_ulp = o.bound_ulp;
   for (const auto& d : o.first_differences) note(d);
 }
 
