@@ -45,7 +45,8 @@ namespace {
 //   logits dtype          fp32 | bf16;   renormalize  on | off (the sum floor when all underflow)
 //   warp-path filter      candidates <= warp (shared list) | > warp (k rounds):
 //                         tied rows with warp - 1, warp, warp + 1, 2 warp candidates (FilterList);
-//                         tie-heavy generated rows reach the rounds too
+//                         tie-heavy generated rows reach the rounds too; a lane whose every slot
+//                         wins (its slots run out in the rounds: RoundsWhenALaneRunsOutOfSlots)
 //   kernel                warp per row | block per row (TopkArgs::path: the property draws auto /
 //                         warp / block; HyV4, EveryK and EverySlotSplit run both pinned paths);
 //                         auto picks block per row at T <= 1024 (AutoSplit: T = 1024 | 1025)
@@ -201,7 +202,7 @@ TEST(TopkProperties, MatchesBitModelAndFloat64) {
     shape.path = *rc::gen::inRange(0, 3);  // auto | warp per row | block per row
     const auto seed = *rc::gen::arbitrary<uint64_t>();
     const TopkCase c = make_topk_case(seed, shape);
-    RC_CLASSIFY(shape.path == 1 ? "warp per row" : shape.path == 2 ? "block per row" : "auto");
+    RC_TAG(shape.path == 1 ? "warp per row" : shape.path == 2 ? "block per row" : "auto");
     RC_CLASSIFY(shape.values == TopkValues::Ties || shape.values == TopkValues::UlpApart, "tie-heavy");
     RC_CLASSIFY(shape.bf16, "bf16");
     const auto r = topk_case_passes(c, "topk.MatchesBitModelAndFloat64");
@@ -297,6 +298,31 @@ TEST(TopkProperties, FilterListBothSidesOfOneSlotPerLane) {
           EXPECT_TRUE(topk_case_passes(c, "topk.FilterList.E" + std::to_string(E) + "k" + std::to_string(k) + "n" +
                                               std::to_string(n) + (distinct_s ? "distinct" : "")));
         }
+}
+
+// The warp path's k rounds (more than warp candidates): a lane pops its head each time it
+// wins, so a lane can run out of slots.  Lane 0's experts (ids 0, ws, 2 ws, ...) are the
+// row's strictly best, every other expert ties below them (so the candidates overflow the
+// list): the first `slots` ranks empty lane 0, rank slots + 1 on must come from the tie
+// (lowest id first), never from lane 0 again.  slots = E / warp: 8 | 16 at warp 32 (every
+// slot real, where a popped lane must refill with an empty key), 4 | 8 at warp 64.
+TEST(TopkProperties, RoundsWhenALaneRunsOutOfSlots) {
+  HY4_REQUIRE_DEVICE();
+  const int ws = hy4::rt::warp_size();
+  for (int E : {256, 512}) {
+    const int slots = E / ws;
+    for (int k : {slots, slots + 1, 32}) {
+      if (k > 32) continue;
+      std::vector<float> x(E, 0.0f), b(E, 0.0f);
+      for (int j = 0; j < slots; ++j) x[j * ws] = 3.0f + 0.125f * static_cast<float>(slots - j);
+      TopkCase c = explicit_case(x, b, k, true, 2.5f);
+      for (int path : {1, 2}) {
+        c.shape.path = path;
+        EXPECT_TRUE(topk_case_passes(c, "topk.LaneOutOfSlots.E" + std::to_string(E) + "k" + std::to_string(k) + ".path" +
+                                            std::to_string(path)));
+      }
+    }
+  }
 }
 
 // Rows past the grid cap (kMaxGrid blocks x 8 rows at warp 32, x 4 at warp 64) are
