@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""plant_campaign.py: does the suite catch the bugs we can think of?
+
+Each plant in ci/plants.txt is one small edit of a kernel (a dropped rounding, a
+tie-break swapped, a stride ignored, a case split moved by one).  The campaign works in
+a scratch copy of the tree (--work, default /tmp/hy4-plants: the tracked files as they
+are in your working tree, an unchanged file keeps its time stamp, so after the first
+full build of the cpu preset every plant is an incremental build).  For each plant it
+applies the edit there, rebuilds, runs the plant's ctest label (properties, graph
+replay, regressions, fuzz corpora; warp 32 and 64), records CAUGHT (some test failed)
+or MISSED, and puts the file back.  Your tree is never edited.  A MISSED plant is a
+hole in the suite: write the test that fails on it, then keep the plant in the list.
+
+    python3 ci/plant_campaign.py [--work DIR] [--only NAME[,NAME]] [--list | --check]
+
+--check only parses the list and checks that every plant still applies (its text occurs
+once): run it after editing a kernel, and mend the plants a change moved.
+
+Exit status: 0 when every plant was caught, 1 when one was missed or did not build, 2
+on a bad plant file (the message names its line).  The first run builds the whole cpu
+preset (about 10 minutes on 2 cores); then a plant takes one rebuild and one label run,
+1 to 3 minutes: the list is a nightly job.  The ctest `ci.plants` runs --check.  Plants file format (blocks separated by blank lines):
+
+    plant <op>.<what>        name, unique
+    label <ctest label>      gate | sink | topk | routing (what runs)
+    file <path>              relative to the repository root
+    old <text>               must occur exactly once in the file; \\n for a newline
+    new <text>               its replacement
+    at <n>                   optional: old occurs several times, replace the n-th (1-based)
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KEYS = ("plant", "label", "file", "old", "new", "at")
+REQUIRED = ("plant", "label", "file", "old", "new")
+
+
+def fail(msg):
+    print(f"plant_campaign: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def parse(path):
+    plants, cur, names = [], {}, set()
+
+    def close(lineno):
+        if not cur:
+            return
+        missing = [k for k in REQUIRED if k not in cur]
+        if missing:
+            fail(f"{path}:{cur['_line']}: plant block lacks {', '.join(missing)}")
+        if cur["plant"] in names:
+            fail(f"{path}:{cur['_line']}: plant name {cur['plant']!r} repeats")
+        names.add(cur["plant"])
+        plants.append(dict(cur))
+        cur.clear()
+
+    with open(path) as f:
+        for lineno, raw in enumerate(f, 1):
+            line = raw.rstrip("\n")
+            if line.startswith("#"):
+                continue
+            if not line.strip():
+                close(lineno)
+                continue
+            key, _, value = line.partition(" ")
+            if key not in KEYS:
+                fail(f"{path}:{lineno}: unknown key {key!r} (expected one of {', '.join(KEYS)})")
+            if key in cur:
+                fail(f"{path}:{lineno}: {key!r} given twice in one plant block")
+            if not cur:
+                cur["_line"] = lineno
+            cur[key] = value.replace("\\n", "\n") if key in ("old", "new") else value.strip()
+            if key == "at" and not (cur[key].isdigit() and int(cur[key]) >= 1):
+                fail(f"{path}:{lineno}: 'at' must be a positive number, not {cur[key]!r}")
+    close(None)
+    return plants
+
+
+def sync_tree(work):
+    """Copies the tracked files of the working tree into work, leaving unchanged ones alone."""
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout.split(b"\0")
+    for rel in (f.decode() for f in files if f):
+        src, dst = os.path.join(ROOT, rel), os.path.join(work, rel)
+        if not os.path.isfile(src):
+            continue  # deleted in the working tree
+        data = open(src, "rb").read()
+        if os.path.isfile(dst) and open(dst, "rb").read() == data:
+            continue
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        with open(dst, "wb") as f:
+            f.write(data)
+        shutil.copymode(src, dst)
+
+
+def apply(text, p):
+    """text with the plant's edit: its only occurrence of old, or the at-th."""
+    at = int(p.get("at", "1"))
+    i = -1
+    for _ in range(at):
+        i = text.index(p["old"], i + 1)
+    return text[:i] + p["new"] + text[i + len(p["old"]):]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--work", default="/tmp/hy4-plants", help="scratch copy of the tree (default /tmp/hy4-plants)")
+    ap.add_argument("--plants", default=os.path.join(ROOT, "ci", "plants.txt"))
+    ap.add_argument("--only", default="", help="comma-separated plant names")
+    ap.add_argument("--list", action="store_true", help="print the plants and exit")
+    ap.add_argument("--check", action="store_true", help="check that every plant applies, run none")
+    a = ap.parse_args()
+    plants = parse(a.plants)
+    if a.only:
+        want = set(a.only.split(","))
+        unknown = want - {p["plant"] for p in plants}
+        if unknown:
+            fail(f"--only names no plant: {', '.join(sorted(unknown))}")
+        plants = [p for p in plants if p["plant"] in want]
+    if a.list:
+        for p in plants:
+            print(f"{p['plant']:40s} {p['label']:8s} {p['file']}")
+        return 0
+    for p in plants:  # every pattern checked before anything is touched
+        path = os.path.join(ROOT, p["file"])
+        if not os.path.isfile(path):
+            fail(f"{a.plants}:{p['_line']}: plant {p['plant']}: file {p['file']} does not exist")
+        n = open(path).read().count(p["old"])
+        at = int(p.get("at", "0"))
+        if (at == 0 and n != 1) or at > n:
+            want = "once (or name the occurrence with 'at')" if at == 0 else f"at least {at} times ('at {at}')"
+            fail(f"{a.plants}:{p['_line']}: plant {p['plant']}: its 'old' text occurs {n} times in {p['file']} (must be {want})")
+    if a.check:
+        print(f"plant_campaign: {len(plants)} plants apply")
+        return 0
+    work = os.path.abspath(a.work)
+    if work == ROOT or ROOT.startswith(work + os.sep):
+        fail(f"--work {a.work}: must not be the repository or a folder above it")
+    sync_tree(work)
+    build = os.path.join(work, "build", "cpu")
+    if not os.path.exists(os.path.join(build, "CMakeCache.txt")):
+        print(f"plant_campaign: configuring and building the cpu preset in {work} (first run)", flush=True)
+        c = subprocess.run(["cmake", "--preset", "cpu"], cwd=work, capture_output=True, text=True)
+        if c.returncode != 0:
+            fail("cmake --preset cpu failed in the scratch copy:\n" + (c.stdout + c.stderr)[-1500:])
+    b = subprocess.run(["cmake", "--build", build, "-j2"], capture_output=True, text=True)
+    if b.returncode != 0:
+        fail("the unplanted tree does not build in the scratch copy:\n" + (b.stdout + b.stderr)[-1500:])
+
+    results = []
+    for p in plants:
+        path = os.path.join(work, p["file"])
+        original = open(path).read()
+        try:
+            open(path, "w").write(apply(original, p))
+            t0 = time.time()
+            b = subprocess.run(["cmake", "--build", build, "-j2"], capture_output=True, text=True)
+            if b.returncode != 0:
+                verdict, detail = "BUILD-FAILED", (b.stdout + b.stderr)[-800:]
+            else:
+                r = subprocess.run(["ctest", "--test-dir", build, "-j2", "-L", p["label"], "--timeout", "900"],
+                                   capture_output=True, text=True)
+                failed = [l.split(" - ", 1)[-1].strip() if " - " in l else l.strip()
+                          for l in r.stdout.splitlines()
+                          if "(Failed)" in l or "(Timeout)" in l or "***Exception" in l]
+                verdict = "CAUGHT" if failed else "MISSED"
+                detail = "; ".join(failed[:6])
+            print(f"{verdict:12s} {p['plant']:40s} {time.time() - t0:5.0f} s  {detail}", flush=True)
+            results.append(verdict)
+        finally:
+            open(path, "w").write(original)
+    caught = results.count("CAUGHT")
+    print(f"{caught} of {len(results)} plants caught, {results.count('MISSED')} missed, "
+          f"{results.count('BUILD-FAILED')} did not build")
+    return 0 if caught == len(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
