@@ -325,6 +325,48 @@ TEST(TopkProperties, RoundsWhenALaneRunsOutOfSlots) {
   }
 }
 
+// The warp path's estimate filter with a large bias: c = s + b is rounded to the ulp of b,
+// and an estimate of s within the fast_sigmoid promise can land c a whole ulp lower when s
+// sits just above a rounding midpoint.  The bounds' margin must grow with |c| (its 2^-20 |c|
+// part).  Built so that an absolute margin alone fails: bias B (2^12, 2^14, 2^16) on every
+// expert; experts 0..7 (lanes 0..7) get logits whose exact c rounds to V = B + 0.75 by
+// less than 2^-17 above the midpoint below it (so a low estimate gives V - ulp); nine
+// experts in lanes 8..16 sit at s = 0.75 (c = V, far from any midpoint); the rest far
+// below.  The top 8 are experts 0..7 (ties in c go to the lower id); a floor from the nine
+// lanes at V must not drop them.  Each row takes the next 8 such logits.
+TEST(TopkProperties, LargeBiasRoundsEstimatesAcrossAnUlpOfC) {
+  HY4_REQUIRE_DEVICE();
+  const int E = 256, k = 8, T = 8;
+  for (int lg : {12, 14, 16}) {
+    const float B = std::ldexp(1.0f, lg), ulp = std::ldexp(1.0f, lg - 23);
+    const float V = B + 0.75f, mid = 0.75f - ulp / 2;
+    // logits x with sigmoid_f32(x) + B == V and sigmoid_f32(x) - mid in (0, 2^-17]
+    std::vector<float> near;
+    for (float x = std::log(mid / (1.0f - mid)) - 1e-4f; near.size() < static_cast<std::size_t>(k * T) && x < 1.2f;
+         x = std::nextafter(x, 2.0f)) {
+      const float sx = sigmoid_f32(x);
+      if (sx > mid && sx - mid <= 0x1p-17f && sx + B == V) near.push_back(x);
+    }
+    ASSERT_EQ(near.size(), static_cast<std::size_t>(k * T)) << "B = 2^" << lg;
+    TopkShape sh;
+    sh.T = T;
+    sh.E = E;
+    sh.k = k;
+    TopkCase c = make_topk_case(0x1b1a5u + static_cast<uint64_t>(lg), sh);
+    const float tied = std::log(3.0f);  // s = 0.75 (to within an ulp of s)
+    for (int t = 0; t < T; ++t)
+      for (int e = 0; e < E; ++e) {
+        const float x = e < k ? near[t * k + e] : (e <= 16 ? tied : -4.0f);
+        c.logits[t * c.logits_stride() + e] = f32_bits(x);
+      }
+    for (int e = 0; e < E; ++e) c.bias[e] = f32_bits(B);
+    for (int path : {1, 2}) {
+      c.shape.path = path;
+      EXPECT_TRUE(topk_case_passes(c, "topk.LargeBias.2e" + std::to_string(lg) + ".path" + std::to_string(path)));
+    }
+  }
+}
+
 // Rows past the grid cap (kMaxGrid blocks x 8 rows at warp 32, x 4 at warp 64) are
 // reached only through the grid-stride loop: E = 1, k = 1 keeps it cheap.  A device row
 // count inside the last pass checks the padded-row path there too.
