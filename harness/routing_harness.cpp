@@ -4,6 +4,7 @@
 #include <numeric>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 
 #include "device_buffer.h"
 #include "fault_case.h"
@@ -29,6 +30,8 @@ RoutingCase make_routing_case(uint64_t seed, const RoutingShape& shape) {
   std::mt19937_64 rng(seed);
   const int64_t T = shape.T;
   const int E = shape.E, k = shape.k;
+  if (k < 1 || k > E)  // k distinct experts per row below (case files are held to it by routing_from_file)
+    throw std::invalid_argument("make_routing_case: k = " + std::to_string(k) + " must be in [1, E = " + std::to_string(E) + "]");
   c.ids.resize(T * c.ids_stride());
   c.weights.resize(T * c.weights_stride());
   for (auto& w : c.ids) w = static_cast<uint32_t>(rng() % 3 == 0 ? -1 : static_cast<int32_t>(rng() % (2 * E)));  // gaps: garbage

@@ -293,6 +293,24 @@ TEST(RoutingProperties, TokensPastTheChunkCap) {
   EXPECT_TRUE(routing_case_passes(make_routing_case(0x9c3, sh), "routing.PastTheChunkCap"));
 }
 
+// One expert's padded segment past 2^16 slots: the sort kernel's block scan packs each
+// expert's padded size above 16 bits of a 64-bit word (the unmasked flags below), so a
+// segment of 65536 or more must survive the shift.  T = 9000, k = 8: 72000 entries, all on
+// expert 0 but every 100th (on expert 2), E = 8, block 64 (two kernels, chunks of 141
+// tokens).
+TEST(RoutingProperties, OneExpertSegmentPastSixteenBits) {
+  HY4_REQUIRE_DEVICE();
+  RoutingShape sh;
+  sh.T = 9000;
+  sh.E = 8;
+  sh.k = 8;
+  sh.block_size = 64;
+  RoutingCase c = make_routing_case(0x5e9, sh);
+  for (int64_t t = 0; t < sh.T; ++t)
+    for (int s = 0; s < sh.k; ++s) c.ids[t * c.ids_stride() + s] = (t * sh.k + s) % 100 == 99 ? 2u : 0u;
+  EXPECT_TRUE(routing_case_passes(c, "routing.SegmentPast2e16"));
+}
+
 TEST(RoutingGraph, ReplayWithNewIdsMaskAndCountsEqualsEagerAndBitModel) {
   HY4_REQUIRE_DEVICE();
   ScopedStream s;

@@ -290,6 +290,25 @@ TEST(SinkProperties, EveryTokensPerBlockSplitBothSides) {
   EXPECT_EQ(SinkPlan::tokens_per_block(int64_t{1} << 24), SinkPlan::kMaxTokensPerBlock);
 }
 
+// Several tokens per block with a partial last head group (grid y: groups of G heads,
+// the last one with H mod G): a token's shared scale slots are dt * (the group's heads) + g,
+// so the partial group packs them tighter than a full one.  bf16 D = 64 (G = 32) with
+// H = 33, and fp32 D = 512 (G = 4) with H = 5, at 2, 3 and 4 tokens per block.
+TEST(SinkProperties, PartialHeadGroupAtSeveralTokensPerBlock) {
+  HY4_REQUIRE_DEVICE();
+  struct Shape { int64_t T, H, D; bool bf16; };
+  for (const Shape& s : {Shape{2049, 33, 64, true}, Shape{4099, 33, 64, true}, Shape{3073, 5, 512, false}}) {
+    SinkShape sh;
+    sh.T = s.T;
+    sh.H = s.H;
+    sh.D = s.D;
+    sh.out_bf16 = s.bf16;
+    sh.values = SinkValues::Mixed;
+    EXPECT_TRUE(sink_case_passes(make_sink_case(0x9a + s.T, sh), "sink.PartialGroup.T" + std::to_string(s.T) + "H" +
+                                                                    std::to_string(s.H)));
+  }
+}
+
 // A thread's units at their most: four tokens per block (T = 8193, the last set one
 // token; the first token of a set is read before the scalar phase, the others after it)
 // with 512 vectors per token (fp32 D = 1024, two heads: SinkPlan::kRowSlotsVector = 2 per
