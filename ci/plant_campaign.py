@@ -30,6 +30,7 @@ preset (about 10 minutes on 2 cores); then a plant takes one rebuild and one lab
 """
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -48,7 +49,7 @@ def fail(msg):
 def parse(path):
     plants, cur, names = [], {}, set()
 
-    def close(lineno):
+    def close():
         if not cur:
             return
         missing = [k for k in REQUIRED if k not in cur]
@@ -66,7 +67,7 @@ def parse(path):
             if line.startswith("#"):
                 continue
             if not line.strip():
-                close(lineno)
+                close()
                 continue
             key, _, value = line.partition(" ")
             if key not in KEYS:
@@ -78,7 +79,7 @@ def parse(path):
             cur[key] = value.replace("\\n", "\n") if key in ("old", "new") else value.strip()
             if key == "at" and not (cur[key].isdigit() and int(cur[key]) >= 1):
                 fail(f"{path}:{lineno}: 'at' must be a positive number, not {cur[key]!r}")
-    close(None)
+    close()
     return plants
 
 
@@ -165,9 +166,9 @@ def main():
             else:
                 r = subprocess.run(["ctest", "--test-dir", build, "-j2", "-L", p["label"], "--timeout", "900"],
                                    capture_output=True, text=True)
-                failed = [l.split(" - ", 1)[-1].strip() if " - " in l else l.strip()
-                          for l in r.stdout.splitlines()
-                          if "(Failed)" in l or "(Timeout)" in l or "***Exception" in l]
+                # ctest's closing list: "The following tests FAILED:" then "\t 10 - name (Failed)"
+                tail = r.stdout.split("The following tests FAILED:", 1)
+                failed = [l.strip() for l in tail[1].splitlines() if re.match(r"\s+\d+ - ", l)] if len(tail) > 1 else []
                 verdict = "CAUGHT" if failed else "MISSED"
                 detail = "; ".join(failed[:6])
             print(f"{verdict:12s} {p['plant']:40s} {time.time() - t0:5.0f} s  {detail}", flush=True)
