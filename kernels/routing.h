@@ -65,6 +65,10 @@ class RoutingPlan {
   // 512; with two kernels at least 256.
   static constexpr int scan_threads(int experts) { return pow2_threads(experts, 64, kMaxThreads); }
   static bool one_kernel(int64_t T, int k) { return T * k <= kSingleMaxEntries; }
+  // T*k at most this and no expert mask: the one kernel's warp-only decode path (every
+  // entry in one lane of one warp, no histogram, no block scan; routing.hip says how).
+  static constexpr int64_t kDecodeMaxEntries = 32;
+  static bool decode_path(int64_t T, int k, bool masked) { return T * k <= kDecodeMaxEntries && !masked; }
   static int block_threads(int64_t T, int k, int experts) {
     const int n = scan_threads(experts);
     return one_kernel(T, k) || n >= 256 ? n : 256;

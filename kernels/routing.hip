@@ -32,6 +32,16 @@
 //     16 at HY V4's E = 256, block 64, T = 1) ranks all entries itself (at most 2048, a few
 //     groups per warp; the ids are 8 KiB of L2) and writes the entries of its share of j
 //     plus its share of the padding, so one graph node does all of it.
+//     Decode (T*k <= kDecodeMaxEntries = 32, no expert mask): every entry fits one lane of
+//     one warp, so each warp of each block does the whole ranking by itself, without the
+//     histogram, the block scan or a barrier (decode_entries): lane j holds entry j, its
+//     group of the same expert (match_any) gives its rank (lanes of the group below it, in
+//     j order, as on the other paths) and the group leader the expert's padded size; an
+//     entry's segment starts after the padded sizes of every smaller expert that has
+//     entries (a loop over the <= 32 lanes, shuffles).  Experts without entries have empty
+//     segments, and without a mask an expert's local id is the expert, so nothing needs the
+//     other E - 32 experts.  Block 0's warp 0 writes the entries; the used experts' padding
+//     is dealt out to the grid's warps; the unused tail is shared as below.
 //  2. Otherwise TWO kernels over chunks of chunk_tokens(T) tokens (64 until the cap of 64
 //     chunks, then longer): routing_count_kernel writes count[c][e] for its chunk (and
 //     zero-fills moe_out rows); routing_sort_kernel (max(chunks, fill_blocks) blocks)
@@ -242,6 +252,56 @@ HY4_DEVICE uint64_t block_inclusive_scan(uint64_t v, Shared warp_total) {
   return v;
 }
 
+// The decode path's ranking (RoutingPlan::decode_path: n = T*k <= 32 entries, no mask),
+// done by each calling warp alone: lane j holds entry j.  Block 0's warp 0 writes the
+// entries; the used experts' padding slots and expert_of_block entries go to the grid's
+// warps in turn (leader order).  Returns the slots used (the sum of the padded sizes).
+HY4_DEVICE inline int32_t decode_entries(const EntryReader& r, const float* weights, int64_t weights_stride, uint32_t n,
+                                         int block_size, int32_t pad_id, int32_t* sorted_ids, float* sorted_weights,
+                                         int32_t* expert_of_block) {
+  const int ws = dev::warp_size(), lane = dev::lane_id();
+  const int warps = static_cast<int>(blockDim.x) / ws, warp = static_cast<int>(threadIdx.x) / ws;
+  const uint32_t j = static_cast<uint32_t>(lane);
+  const uint32_t t = j / r.k, s = j - t * r.k;
+  const int32_t id = r.raw_id(j, t, s, n);
+  const float wt = j < n ? weights[static_cast<int64_t>(t) * weights_stride + s] : 0.0f;
+  const int x = r.expert_of(j, id);
+  const uint64_t m = r.same_expert_lanes(x);
+  const bool leader = x >= 0 && lane == dev::lowest_lane(m);
+  const int32_t cnt = x >= 0 ? __builtin_popcountll(m) : 0;
+  const int32_t padded = leader ? (cnt + block_size - 1) / block_size * block_size : 0;
+  // My expert's segment start: the padded sizes of the leaders of smaller experts.
+  const int32_t lead_x = leader ? x : -1;
+  int32_t start = 0, used = 0;
+  for (uint32_t L = 0; L < n; ++L) {  // n is warp-uniform
+    const int32_t y = dev::shfl_idx(lead_x, static_cast<int>(L));
+    const int32_t py = dev::shfl_idx(padded, static_cast<int>(L));
+    used += py;
+    if (y >= 0 && y < x) start += py;
+  }
+  if (blockIdx.x == 0 && warp == 0 && x >= 0) {
+    const int32_t pos = start + __builtin_popcountll(m & ((uint64_t{1} << lane) - 1));
+    sorted_ids[pos] = static_cast<int32_t>((s << 24) | t);
+    sorted_weights[pos] = wt;
+  }
+  // Expert number i (in leader order) is padded by the grid's warp i % (grid warps).
+  const int gw = static_cast<int>(blockIdx.x) * warps + warp, grid_warps = static_cast<int>(gridDim.x) * warps;
+  uint64_t leaders = dev::ballot(leader);
+  for (int i = 0; leaders != 0; ++i) {  // warp-uniform
+    const int L = dev::lowest_lane(leaders);
+    leaders &= leaders - 1;
+    const int32_t lx = dev::shfl_idx(x, L), lstart = dev::shfl_idx(start, L);
+    const int32_t lcnt = dev::shfl_idx(cnt, L), lpad = dev::shfl_idx(padded, L);
+    if (i % grid_warps != gw) continue;
+    for (int32_t p = lstart + lcnt + lane; p < lstart + lpad; p += ws) {
+      sorted_ids[p] = pad_id;
+      sorted_weights[p] = 0.0f;
+    }
+    for (int32_t q = lstart / block_size + lane; q < (lstart + lpad) / block_size; q += ws) expert_of_block[q] = lx;
+  }
+  return used;
+}
+
 // counts_ce == nullptr: the one-kernel path (every block ranks all entries, writes the
 // entries of its share of j).  Otherwise block c ranks and writes chunk c (the blocks
 // past the chunks have no entries: they only write padding).
@@ -251,7 +311,7 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
                         int64_t chunk_tokens, int bits, const int32_t* counts_ce, int chunks, int block_size,
                         SortShares share, int32_t* sorted_ids, float* sorted_weights, int32_t* expert_of_block,
                         int32_t* counts, int32_t max_padded, int32_t num_blocks, uint16_t* moe_out, int64_t moe_stride,
-                        int64_t hidden) {
+                        int64_t hidden, int decode) {
   const int nt = static_cast<int>(blockDim.x), tid = static_cast<int>(threadIdx.x);
   const int ws = dev::warp_size(), warps = nt / ws, warp = tid / ws, lane = dev::lane_id();
   HY4_SHARED_UPTO(int32_t, hist, RoutingPlan::kMaxWarps * RoutingPlan::kMaxExperts, warps * experts);
@@ -265,6 +325,11 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
   const bool one_kernel = counts_ce == nullptr;
   const int c = static_cast<int>(blockIdx.x);
   const uint32_t n = static_cast<uint32_t>(rows * k);
+  const int32_t pad_id = (k << 24) | static_cast<int32_t>(rows);
+  int32_t used;  // slots used by the experts' segments
+  if (decode) {
+    used = decode_entries(r, weights, weights_stride, n, block_size, pad_id, sorted_ids, sorted_weights, expert_of_block);
+  } else {
   uint32_t r0 = 0, r1 = n, a, b;  // the entries this block ranks
   if (!one_kernel) part_of(n, static_cast<uint64_t>(chunk_tokens * k), c, r0, r1);
   EntryBatch first;  // the warp's first batch, read once for the count and the ranking
@@ -304,7 +369,7 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
   seg_total[e] = total;
   seg_base[e] = end - padded + before;
   dev::sync_block();
-  const int32_t used = seg_end[nt - 1];
+  used = seg_end[nt - 1];
 
   // Rank and write the entries (one kernel: those of this block's share of j).
   uint32_t w0 = r0, w1 = r1;
@@ -343,7 +408,6 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
 
   // This block's share of the padding: a warp per expert of its share of the experts
   // (lanes stride the expert's padding and blocks), then its share of the unused tail.
-  const int32_t pad_id = (k << 24) | static_cast<int32_t>(rows);
   uint32_t e0, e1;
   part_of(static_cast<uint32_t>(experts), static_cast<uint32_t>(share.experts), c, e0, e1);
   for (int x = static_cast<int>(e0) + warp; x < static_cast<int>(e1); x += warps) {
@@ -355,6 +419,7 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
     const int32_t local = seg_local[x] - 1;
     for (int32_t q = first / block_size + lane; q < last / block_size; q += ws) expert_of_block[q] = local;
   }
+  }  // !decode
   // (slot and block indices fit 32 bits: max_padded < 2^24 * 32 + 512 * 1024)
   uint32_t p0, p1, q0, q1;
   part_of(static_cast<uint32_t>(max_padded), static_cast<uint32_t>(share.slots), c, p0, p1);
@@ -407,7 +472,7 @@ void RoutingPlan::launch(hy4::rt::Stream stream) const {
              a.num_rows, ct, id_bits(E), one ? static_cast<const int32_t*>(nullptr) : static_cast<const int32_t*>(a.workspace),
              C, a.block_size, share, a.sorted_ids, a.sorted_weights, a.expert_of_block, a.counts,
              static_cast<int32_t>(mp), static_cast<int32_t>(nb), one ? moe : static_cast<uint16_t*>(nullptr),
-             a.moe_out.row_stride, hidden);
+             a.moe_out.row_stride, hidden, decode_path(T, k, a.expert_mask != nullptr) ? 1 : 0);
 }
 
 }  // namespace hy4

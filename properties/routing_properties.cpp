@@ -258,6 +258,46 @@ TEST(RoutingProperties, EveryPathAndGridSplitBothSides) {
   EXPECT_EQ(RoutingPlan::sort_blocks(4096, 1, 2, 1), 64);          // padding blocks 5
 }
 
+// The one kernel's decode path (T*k <= RoutingPlan::kDecodeMaxEntries = 32, no mask: one
+// warp ranks every entry) on both sides of its split, T*k = 31, 32, 33 (and 1, 2, 16) at
+// k = 1 .. 32, every kind of values (ids repeated in a row, -1 and out-of-range ids, one
+// expert holding most entries), the device row count below T, block sizes from 1 (no
+// padding) to 1024 (experts' padding over several fill blocks' warps), E from k to 512,
+// each once without a mask (the decode path) and once with one (the block-scan path).
+TEST(RoutingProperties, DecodePathBothSidesOfItsSplit) {
+  HY4_REQUIRE_DEVICE();
+  const int64_t D = RoutingPlan::kDecodeMaxEntries;
+  int decode_cases = 0;
+  for (int k : {1, 2, 3, 8, 16, 32})
+    for (int64_t n : {int64_t{1}, int64_t{2}, int64_t{16}, D - 1, D, D + 1}) {
+      if (n % k != 0 && n != D - 1 && n != D + 1) continue;
+      const int64_t T = std::max<int64_t>(1, (n + k - 1) / k);  // T*k = n rounded up to whole rows
+      for (int v = 0; v < 5; ++v)
+        for (bool mask : {false, true}) {
+          RoutingShape sh;
+          sh.T = T;
+          sh.k = k;
+          sh.E = std::max(k, (int[]){k, 33, 256, 512, 40}[v]);
+          sh.block_size = (int[]){1, 16, 64, 1024, 2}[(v + k) % 5];
+          sh.values = static_cast<RoutingValues>(v);
+          sh.has_mask = mask;
+          sh.has_num_rows = v % 2 == 1;
+          sh.num_rows = T - 1;
+          sh.hidden = v == 3 ? 5 : 0;
+          if (RoutingPlan::decode_path(T, k, mask)) ++decode_cases;
+          const std::string name = "routing.Decode.T" + std::to_string(T) + "k" + std::to_string(k) + "E" +
+                                   std::to_string(sh.E) + "bs" + std::to_string(sh.block_size) + "v" + std::to_string(v) +
+                                   (mask ? "mask" : "");
+          EXPECT_TRUE(routing_case_passes(make_routing_case(static_cast<uint64_t>(T * 131 + k * 7 + v + mask), sh), name))
+              << (RoutingPlan::decode_path(T, k, mask) ? "decode path" : "block-scan path");
+        }
+    }
+  EXPECT_GE(decode_cases, 80);  // 85 of the 180 cases take the decode path
+  EXPECT_TRUE(RoutingPlan::decode_path(4, 8, false));
+  EXPECT_FALSE(RoutingPlan::decode_path(5, 8, false));
+  EXPECT_FALSE(RoutingPlan::decode_path(1, 8, true));
+}
+
 // The offsets block is RoutingPlan::scan_threads(E) threads (64, 128, 256 or 512):
 // E on both sides of every size, with a mask (the local-id scan) and padding.
 TEST(RoutingProperties, EveryOffsetsBlockSizeBothSides) {
