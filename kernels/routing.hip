@@ -41,7 +41,9 @@
 //     entries (a loop over the <= 32 lanes, shuffles).  Experts without entries have empty
 //     segments, and without a mask an expert's local id is the expert, so nothing needs the
 //     other E - 32 experts.  Block 0's warp 0 writes the entries; the used experts' padding
-//     is dealt out to the grid's warps; the unused tail is shared as below.
+//     is dealt out to the grid's warps; the unused tail is shared as below.  It is its
+//     own kernel, routing_decode_kernel (folded into routing_sort_kernel behind a flag,
+//     the sort kernel's other shapes lost 0.15 - 0.2 us on the H200).
 //  2. Otherwise TWO kernels over chunks of chunk_tokens(T) tokens (64 until the cap of 64
 //     chunks, then longer): routing_count_kernel writes count[c][e] for its chunk (and
 //     zero-fills moe_out rows); routing_sort_kernel (max(chunks, fill_blocks) blocks)
@@ -62,6 +64,7 @@
 // one wave per SIMD is their need.
 // AMD budget: routing_count_kernel >= 1 waves/SIMD
 // AMD budget: routing_sort_kernel >= 1 waves/SIMD
+// AMD budget: routing_decode_kernel >= 1 waves/SIMD
 #include <algorithm>
 
 #include "platform/hy4_platform.h"
@@ -252,6 +255,31 @@ HY4_DEVICE uint64_t block_inclusive_scan(uint64_t v, Shared warp_total) {
   return v;
 }
 
+// Block c's share of the unused tail (slots from `used` on, blocks from used / block_size
+// on), and counts (block 0).  Both sort kernels end with it.
+HY4_DEVICE inline void write_unused_tail(int c, int tid, int nt, int32_t used, int32_t pad_id, int block_size,
+                                         SortShares share, int32_t max_padded, int32_t num_blocks, int64_t real,
+                                         int32_t* sorted_ids, float* sorted_weights, int32_t* expert_of_block,
+                                         int32_t* counts) {
+  // (slot and block indices fit 32 bits: max_padded < 2^24 * 32 + 512 * 1024)
+  uint32_t p0, p1, q0, q1;
+  part_of(static_cast<uint32_t>(max_padded), static_cast<uint32_t>(share.slots), c, p0, p1);
+  for (int32_t p = (static_cast<int32_t>(p0) > used ? static_cast<int32_t>(p0) : used) + tid; p < static_cast<int32_t>(p1);
+       p += nt) {
+    sorted_ids[p] = pad_id;
+    sorted_weights[p] = 0.0f;
+  }
+  const int32_t used_blocks = used / block_size;
+  part_of(static_cast<uint32_t>(num_blocks), static_cast<uint32_t>(share.blocks), c, q0, q1);
+  for (int32_t q = (static_cast<int32_t>(q0) > used_blocks ? static_cast<int32_t>(q0) : used_blocks) + tid;
+       q < static_cast<int32_t>(q1); q += nt)
+    expert_of_block[q] = -1;
+  if (c == 0 && tid == 0) {
+    counts[0] = used;
+    counts[1] = static_cast<int32_t>(real);
+  }
+}
+
 // The decode path's ranking (RoutingPlan::decode_path: n = T*k <= 32 entries, no mask),
 // done by each calling warp alone: lane j holds entry j.  Block 0's warp 0 writes the
 // entries; the used experts' padding slots and expert_of_block entries go to the grid's
@@ -302,6 +330,25 @@ HY4_DEVICE inline int32_t decode_entries(const EntryReader& r, const float* weig
   return used;
 }
 
+// The decode path (RoutingPlan::decode_path): the ranking by each warp alone, then the
+// shared tail; fill_blocks() blocks, no shared memory, no barrier.
+__global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
+    routing_decode_kernel(const int32_t* ids, int64_t ids_stride, const float* weights, int64_t weights_stride,
+                          int64_t rows, int k, int experts, const int32_t* num_rows, int bits, int block_size,
+                          SortShares share, int32_t* sorted_ids, float* sorted_weights, int32_t* expert_of_block,
+                          int32_t* counts, int32_t max_padded, int32_t num_blocks, uint16_t* moe_out, int64_t moe_stride,
+                          int64_t hidden) {
+  const int64_t real = device_row_count(num_rows, rows);
+  const EntryReader r{ids, ids_stride, static_cast<uint32_t>(k), experts, nullptr, static_cast<uint32_t>(real * k), bits};
+  const int32_t pad_id = (k << 24) | static_cast<int32_t>(rows);
+  const int32_t used = decode_entries(r, weights, weights_stride, static_cast<uint32_t>(rows * k), block_size, pad_id,
+                                      sorted_ids, sorted_weights, expert_of_block);
+  write_unused_tail(static_cast<int>(blockIdx.x), static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), used,
+                    pad_id, block_size, share, max_padded, num_blocks, real, sorted_ids, sorted_weights, expert_of_block,
+                    counts);
+  if (moe_out) zero_moe_rows(moe_out, moe_stride, rows, hidden);
+}
+
 // counts_ce == nullptr: the one-kernel path (every block ranks all entries, writes the
 // entries of its share of j).  Otherwise block c ranks and writes chunk c (the blocks
 // past the chunks have no entries: they only write padding).
@@ -311,7 +358,7 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
                         int64_t chunk_tokens, int bits, const int32_t* counts_ce, int chunks, int block_size,
                         SortShares share, int32_t* sorted_ids, float* sorted_weights, int32_t* expert_of_block,
                         int32_t* counts, int32_t max_padded, int32_t num_blocks, uint16_t* moe_out, int64_t moe_stride,
-                        int64_t hidden, int decode) {
+                        int64_t hidden) {
   const int nt = static_cast<int>(blockDim.x), tid = static_cast<int>(threadIdx.x);
   const int ws = dev::warp_size(), warps = nt / ws, warp = tid / ws, lane = dev::lane_id();
   HY4_SHARED_UPTO(int32_t, hist, RoutingPlan::kMaxWarps * RoutingPlan::kMaxExperts, warps * experts);
@@ -325,11 +372,6 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
   const bool one_kernel = counts_ce == nullptr;
   const int c = static_cast<int>(blockIdx.x);
   const uint32_t n = static_cast<uint32_t>(rows * k);
-  const int32_t pad_id = (k << 24) | static_cast<int32_t>(rows);
-  int32_t used;  // slots used by the experts' segments
-  if (decode) {
-    used = decode_entries(r, weights, weights_stride, n, block_size, pad_id, sorted_ids, sorted_weights, expert_of_block);
-  } else {
   uint32_t r0 = 0, r1 = n, a, b;  // the entries this block ranks
   if (!one_kernel) part_of(n, static_cast<uint64_t>(chunk_tokens * k), c, r0, r1);
   EntryBatch first;  // the warp's first batch, read once for the count and the ranking
@@ -369,7 +411,7 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
   seg_total[e] = total;
   seg_base[e] = end - padded + before;
   dev::sync_block();
-  used = seg_end[nt - 1];
+  const int32_t used = seg_end[nt - 1];
 
   // Rank and write the entries (one kernel: those of this block's share of j).
   uint32_t w0 = r0, w1 = r1;
@@ -408,6 +450,7 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
 
   // This block's share of the padding: a warp per expert of its share of the experts
   // (lanes stride the expert's padding and blocks), then its share of the unused tail.
+  const int32_t pad_id = (k << 24) | static_cast<int32_t>(rows);
   uint32_t e0, e1;
   part_of(static_cast<uint32_t>(experts), static_cast<uint32_t>(share.experts), c, e0, e1);
   for (int x = static_cast<int>(e0) + warp; x < static_cast<int>(e1); x += warps) {
@@ -419,24 +462,8 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
     const int32_t local = seg_local[x] - 1;
     for (int32_t q = first / block_size + lane; q < last / block_size; q += ws) expert_of_block[q] = local;
   }
-  }  // !decode
-  // (slot and block indices fit 32 bits: max_padded < 2^24 * 32 + 512 * 1024)
-  uint32_t p0, p1, q0, q1;
-  part_of(static_cast<uint32_t>(max_padded), static_cast<uint32_t>(share.slots), c, p0, p1);
-  for (int32_t p = (static_cast<int32_t>(p0) > used ? static_cast<int32_t>(p0) : used) + tid; p < static_cast<int32_t>(p1);
-       p += nt) {
-    sorted_ids[p] = pad_id;
-    sorted_weights[p] = 0.0f;
-  }
-  const int32_t used_blocks = used / block_size;
-  part_of(static_cast<uint32_t>(num_blocks), static_cast<uint32_t>(share.blocks), c, q0, q1);
-  for (int32_t q = (static_cast<int32_t>(q0) > used_blocks ? static_cast<int32_t>(q0) : used_blocks) + tid;
-       q < static_cast<int32_t>(q1); q += nt)
-    expert_of_block[q] = -1;
-  if (c == 0 && tid == 0) {
-    counts[0] = used;
-    counts[1] = static_cast<int32_t>(real);
-  }
+  write_unused_tail(c, tid, nt, used, pad_id, block_size, share, max_padded, num_blocks, real, sorted_ids,
+                    sorted_weights, expert_of_block, counts);
   if (one_kernel && moe_out) zero_moe_rows(moe_out, moe_stride, rows, hidden);
 }
 
@@ -467,12 +494,20 @@ void RoutingPlan::launch(hy4::rt::Stream stream) const {
   const int64_t mp = max_padded(T, k, E, a.block_size), nb = num_blocks(T, k, E, a.block_size);
   auto per = [G](int64_t total) { return static_cast<int32_t>(std::max<int64_t>(1, (total + G - 1) / G)); };
   const SortShares share{per(T * k), per(E), per(mp), per(nb)};
+  if (decode_path(T, k, a.expert_mask != nullptr)) {
+    HY4_LAUNCH(routing_decode_kernel, dim3(static_cast<unsigned>(G)), block, stream,
+               static_cast<const int32_t*>(a.ids.data), a.ids.row_stride, static_cast<const float*>(a.weights.data),
+               a.weights.row_stride, T, k, E, a.num_rows, id_bits(E), a.block_size, share, a.sorted_ids,
+               a.sorted_weights, a.expert_of_block, a.counts, static_cast<int32_t>(mp), static_cast<int32_t>(nb), moe,
+               a.moe_out.row_stride, hidden);
+    return;
+  }
   HY4_LAUNCH(routing_sort_kernel, dim3(static_cast<unsigned>(G)), block, stream, static_cast<const int32_t*>(a.ids.data),
              a.ids.row_stride, static_cast<const float*>(a.weights.data), a.weights.row_stride, T, k, E, a.expert_mask,
              a.num_rows, ct, id_bits(E), one ? static_cast<const int32_t*>(nullptr) : static_cast<const int32_t*>(a.workspace),
              C, a.block_size, share, a.sorted_ids, a.sorted_weights, a.expert_of_block, a.counts,
              static_cast<int32_t>(mp), static_cast<int32_t>(nb), one ? moe : static_cast<uint16_t*>(nullptr),
-             a.moe_out.row_stride, hidden, decode_path(T, k, a.expert_mask != nullptr) ? 1 : 0);
+             a.moe_out.row_stride, hidden);
 }
 
 }  // namespace hy4
