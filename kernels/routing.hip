@@ -255,6 +255,18 @@ HY4_DEVICE uint64_t block_inclusive_scan(uint64_t v, Shared warp_total) {
   return v;
 }
 
+// One warp pads an expert's segment [first, last) past its `entries` entries and writes
+// the segment's expert_of_block entries (the expert's local id), lanes striding.
+HY4_DEVICE inline void pad_segment(int32_t first, int32_t entries, int32_t last, int32_t local, int block_size,
+                                   int32_t pad_id, int32_t* sorted_ids, float* sorted_weights, int32_t* expert_of_block) {
+  const int ws = dev::warp_size(), lane = dev::lane_id();
+  for (int32_t p = first + entries + lane; p < last; p += ws) {
+    sorted_ids[p] = pad_id;
+    sorted_weights[p] = 0.0f;
+  }
+  for (int32_t q = first / block_size + lane; q < last / block_size; q += ws) expert_of_block[q] = local;
+}
+
 // Block c's share of the unused tail (slots from `used` on, blocks from used / block_size
 // on), and counts (block 0).  Both sort kernels end with it.
 HY4_DEVICE inline void write_unused_tail(int c, int tid, int nt, int32_t used, int32_t pad_id, int block_size,
@@ -320,12 +332,8 @@ HY4_DEVICE inline int32_t decode_entries(const EntryReader& r, const float* weig
     leaders &= leaders - 1;
     const int32_t lx = dev::shfl_idx(x, L), lstart = dev::shfl_idx(start, L);
     const int32_t lcnt = dev::shfl_idx(cnt, L), lpad = dev::shfl_idx(padded, L);
-    if (i % grid_warps != gw) continue;
-    for (int32_t p = lstart + lcnt + lane; p < lstart + lpad; p += ws) {
-      sorted_ids[p] = pad_id;
-      sorted_weights[p] = 0.0f;
-    }
-    for (int32_t q = lstart / block_size + lane; q < (lstart + lpad) / block_size; q += ws) expert_of_block[q] = lx;
+    if (i % grid_warps == gw)
+      pad_segment(lstart, lcnt, lstart + lpad, lx, block_size, pad_id, sorted_ids, sorted_weights, expert_of_block);
   }
   return used;
 }
@@ -455,12 +463,8 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
   part_of(static_cast<uint32_t>(experts), static_cast<uint32_t>(share.experts), c, e0, e1);
   for (int x = static_cast<int>(e0) + warp; x < static_cast<int>(e1); x += warps) {
     const int32_t first = x > 0 ? static_cast<int32_t>(seg_end[x - 1]) : 0, last = seg_end[x];
-    for (int32_t p = first + seg_total[x] + lane; p < last; p += ws) {
-      sorted_ids[p] = pad_id;
-      sorted_weights[p] = 0.0f;
-    }
     const int32_t local = seg_local[x] - 1;
-    for (int32_t q = first / block_size + lane; q < last / block_size; q += ws) expert_of_block[q] = local;
+    pad_segment(first, seg_total[x], last, local, block_size, pad_id, sorted_ids, sorted_weights, expert_of_block);
   }
   write_unused_tail(c, tid, nt, used, pad_id, block_size, share, max_padded, num_blocks, real, sorted_ids,
                     sorted_weights, expert_of_block, counts);

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "device_buffer.h"
 #include "numerics.h"
@@ -259,26 +261,30 @@ TEST(RoutingProperties, EveryPathAndGridSplitBothSides) {
 }
 
 // The one kernel's decode path (T*k <= RoutingPlan::kDecodeMaxEntries = 32, no mask: one
-// warp ranks every entry) on both sides of its split, T*k = 31, 32, 33 (and 1, 2, 16) at
-// k = 1 .. 32, every kind of values (ids repeated in a row, -1 and out-of-range ids, one
-// expert holding most entries), the device row count below T, block sizes from 1 (no
-// padding) to 1024 (experts' padding over several fill blocks' warps), E from k to 512,
-// each once without a mask (the decode path) and once with one (the block-scan path).
+// warp ranks every entry) on both sides of its split: at each k = 1 .. 32, T = 1, 2 and the
+// last two T with T*k <= 32 and the first past it; every kind of values (ids repeated in a
+// row, -1 and out-of-range ids, one expert holding most entries), the device row count below
+// T, block sizes from 1 (no padding) to 1024 (experts' padding over several fill blocks'
+// warps), E from k to 512, each once without a mask (the decode path) and once with one
+// (the block-scan path).
 TEST(RoutingProperties, DecodePathBothSidesOfItsSplit) {
   HY4_REQUIRE_DEVICE();
   const int64_t D = RoutingPlan::kDecodeMaxEntries;
+  const int experts[] = {0, 33, 256, 512, 40};  // per value kind; at least k
+  const int block_sizes[] = {1, 16, 64, 1024, 2};
   int decode_cases = 0;
-  for (int k : {1, 2, 3, 8, 16, 32})
-    for (int64_t n : {int64_t{1}, int64_t{2}, int64_t{16}, D - 1, D, D + 1}) {
-      if (n % k != 0 && n != D - 1 && n != D + 1) continue;
-      const int64_t T = std::max<int64_t>(1, (n + k - 1) / k);  // T*k = n rounded up to whole rows
+  for (int k : {1, 2, 3, 4, 8, 16, 32}) {
+    std::vector<int64_t> Ts;
+    for (int64_t T : {int64_t{1}, int64_t{2}, D / k - 1, D / k, D / k + 1})
+      if (T >= 1 && std::find(Ts.begin(), Ts.end(), T) == Ts.end()) Ts.push_back(T);
+    for (int64_t T : Ts)
       for (int v = 0; v < 5; ++v)
         for (bool mask : {false, true}) {
           RoutingShape sh;
           sh.T = T;
           sh.k = k;
-          sh.E = std::max(k, (int[]){k, 33, 256, 512, 40}[v]);
-          sh.block_size = (int[]){1, 16, 64, 1024, 2}[(v + k) % 5];
+          sh.E = std::max(k, experts[v]);
+          sh.block_size = block_sizes[(v + k) % 5];
           sh.values = static_cast<RoutingValues>(v);
           sh.has_mask = mask;
           sh.has_num_rows = v % 2 == 1;
@@ -291,8 +297,8 @@ TEST(RoutingProperties, DecodePathBothSidesOfItsSplit) {
           EXPECT_TRUE(routing_case_passes(make_routing_case(static_cast<uint64_t>(T * 131 + k * 7 + v + mask), sh), name))
               << (RoutingPlan::decode_path(T, k, mask) ? "decode path" : "block-scan path");
         }
-    }
-  EXPECT_GE(decode_cases, 80);  // 85 of the 180 cases take the decode path
+  }
+  EXPECT_EQ(decode_cases, 115);  // 23 (T, k) at or below the split, 5 value kinds each, no mask
   EXPECT_TRUE(RoutingPlan::decode_path(4, 8, false));
   EXPECT_FALSE(RoutingPlan::decode_path(5, 8, false));
   EXPECT_FALSE(RoutingPlan::decode_path(1, 8, true));
