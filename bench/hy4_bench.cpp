@@ -8,6 +8,7 @@
 //
 //   hy4-bench [--replays R] [--launches K] [--json FILE] [--ops gate,sink,topk,routing]
 //             [--topk-path 0|1|2]   (topk: the plan's choice | warp per row | block per row)
+//             [--tokens T,T,...]    (only these T of the list above: one shape under ncu)
 //
 // Not Google Benchmark: every row must be one graph-replay measurement beside peers.py
 // (which parses these rows: op, T=..., median first), and the copy bandwidth must come
@@ -103,12 +104,13 @@ void write_json(const std::string& path, int launches, int replays) {
 
 int main(int argc, char** argv) {
   int replays = 200, launches = 20;
-  std::string json, ops = "gate,sink,topk,routing";
+  std::string json, ops = "gate,sink,topk,routing", tokens;
   int topk_path = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc || a.rfind("--", 0) != 0) {
-      std::fprintf(stderr, "usage: hy4-bench [--replays R] [--launches K] [--json FILE] [--ops gate,sink,topk,routing]\n");
+      std::fprintf(stderr, "usage: hy4-bench [--replays R] [--launches K] [--json FILE] [--ops gate,sink,topk,routing] "
+                           "[--topk-path 0|1|2] [--tokens T,T,...]\n");
       return 2;
     }
     const char* v = argv[++i];
@@ -117,6 +119,7 @@ int main(int argc, char** argv) {
     else if (a == "--json") json = v;
     else if (a == "--ops") ops = v;
     else if (a == "--topk-path") topk_path = std::atoi(v);
+    else if (a == "--tokens") tokens = v;
     else if (a == "--peak-gbs") continue;  // accepted for old scripts; the floor is the measured copy now
     else {
       std::fprintf(stderr, "hy4-bench: unknown option '%s'\n", a.c_str());
@@ -137,6 +140,9 @@ int main(int argc, char** argv) {
   }
   hy4::rt::set_device(0);
   const auto want = [&](const char* op) { return ("," + ops + ",").find("," + std::string(op) + ",") != std::string::npos; };
+  const auto want_T = [&](int64_t T) {
+    return tokens.empty() || ("," + tokens + ",").find("," + std::to_string(T) + ",") != std::string::npos;
+  };
   ScopedStream cs0;
   {
     // The copy bandwidth of this device in this run: 256 MiB (4 MiB on the CPU backend)
@@ -174,6 +180,7 @@ int main(int argc, char** argv) {
   ScopedStream s;
   std::mt19937_64 rng(1);
   for (int64_t T : {1, 8, 64, 512, 4096, 8192, 32768}) {
+    if (!want_T(T)) continue;
     if (!want("gate")) break;
     const int64_t W = 2048;
     DeviceBuffer<uint16_t> a(T * W), g(T * W), o(T * W);
@@ -189,6 +196,7 @@ int main(int argc, char** argv) {
     print_row("gate", shape, st, bytes, T);
   }
   for (int64_t T : {1, 8, 64, 512, 4096, 8192, 32768}) {
+    if (!want_T(T)) continue;
     if (!want("sink")) break;
     // HY V4 TP8: out [T, 8, 512] bf16 as a stride-2 view of [T, 16, 512]; lse [T, 16]
     // viewed with stride 2; every row 5 keys.  In place, so 100 launches keep scaling.
@@ -223,6 +231,7 @@ int main(int argc, char** argv) {
     print_row("sink", shape, st, bytes, T);
   }
   for (int64_t T : {1, 8, 64, 512, 4096, 8192, 32768}) {
+    if (!want_T(T)) continue;
     if (!want("topk")) break;
     const int E = 256, k = 8;  // HY V4 routing: fp32 logits, [:, :8] of [T, 9] / [T, 10]
     DeviceBuffer<float> logits(T * E), bias(E), weights(T * 9);
@@ -253,6 +262,7 @@ int main(int argc, char** argv) {
     print_row("topk", shape, st, bytes, T);
   }
   for (int64_t T : {1, 8, 64, 512, 4096, 8192, 32768}) {
+    if (!want_T(T)) continue;
     if (!want("routing")) break;
     // HY V4 routing: k = 8 of [T, 9] ids / weights (topk's outputs), E = 256, block 64,
     // device row count, no zero-fill.

@@ -5,17 +5,21 @@
 // design is written above it, below) and topk_kernel, described here.
 // topk_kernel: one warp per row.  Lane l owns experts l, l + warpSize, ... and
 // keeps, in registers (kPerLane slots, fully unrolled: no dynamic register indexing,
-// no scratch), each expert's logit and the upper bound of its order word.  Rank keys are
+// no scratch), each expert's logit, bias and estimated choice score.  Its 2 kPerLane
+// reads are issued before any arithmetic and under no branch (a slot past E reads expert
+// E - 1 and is then marked empty): one memory latency per row, not one per slot.  Rank keys are
 // 64-bit integers that order (c desc, id asc) exactly as the bit model does (c's bits
 // mapped to an unsigned order, then the complemented id).
-//  - Estimates (kPerLane = 8, E <= 256): each slot's c from dev::fast_sigmoid (the
-//    hardware's approximate exp and divide, within 2^-16 of sigmoid_f32) as a lower and
-//    an upper bound (lo, hi) of the exact c's order word; the bit-exact sigmoid_f32 runs
-//    only for the candidates (one per lane, not kPerLane), or for every slot on the
-//    fallback below.  (kPerLane = 16: lo = hi = the exact order word.)
-//  - Filter: floor = the k-th largest of the lanes' best lo (one bitonic sort of ws
-//    32-bit words over the lanes).  k distinct experts reach it, so the row's k best are
-//    among the candidates (hi >= floor), typically k to k + 4 of E.
+//  - Estimates (kPerLane = 8, E <= 256): each slot's c as an fp32 estimate ce =
+//    dev::fast_sigmoid(x) + b (the hardware's approximate exp and divide, within 2^-16
+//    of sigmoid_f32; NaN -> -inf); the bit-exact sigmoid_f32 runs only for the
+//    candidates (one per lane, not kPerLane), or for every slot on the fallback below.
+//    (kPerLane = 16: the exact order words instead of estimates, threshold = floor.)
+//  - Filter: floor = the k-th largest of the lanes' best ce (one bitonic sort of ws
+//    32-bit values over the lanes); k distinct experts reach it, so the row's k-th best
+//    exact c is at least floor minus the estimate's error, and every expert of the row's
+//    k best has ce >= threshold = floor - margin(floor) (candidate_threshold): one fp32
+//    compare per slot.  Typically k to k + 4 of E are candidates.
 //  - At most ws candidates (warp-uniform): ballots give each its slot in a per-warp
 //    shared list (logit and id), lane i forms candidate i's exact key and s and ranks it
 //    by counting the larger keys, rank r < k goes to rank slot r; every lane sums the k
@@ -61,7 +65,6 @@ HY4_DEVICE inline int key_id(uint64_t key) { return static_cast<int>(0xFFFFFFFFu
 HY4_DEVICE inline uint64_t max_key(uint64_t a, uint64_t b) { return a > b ? a : b; }
 // The order word of a key: (c desc) alone, without the id (0 for an empty slot).
 HY4_DEVICE inline uint32_t key_order(uint64_t key) { return static_cast<uint32_t>(key >> 32); }
-HY4_DEVICE inline uint32_t order_word(float c) { return key_order(rank_key(c, 0)); }
 
 // Expert e of row t's logit, as fp32.
 HY4_DEVICE inline float load_logit(const void* logits, int logits_bf16, int64_t logits_stride, int64_t t, int e) {
@@ -81,21 +84,32 @@ HY4_DEVICE inline uint64_t expert_key(const void* logits, int logits_bf16, int64
   return exact_key(load_logit(logits, logits_bf16, logits_stride, t, e), bias[e], e, s);
 }
 
-// The order words of a lower and an upper bound of c = sigmoid_f32(x) + b, from the
-// estimate ce = fast_sigmoid(x) + b: |c - ce| <= 2^-16 + 2^-22 |ce| (fast_sigmoid's
-// promise and two fp32 roundings), and the margin 2^-12 + 2^-20 |ce| is 16 and 4 times
-// that, so the rounding of ce -+ margin cannot cross c.  NaN and +-inf are exact (c is
-// NaN, -> -inf, exactly when ce is: s is never NaN or infinite for a number x; c is
-// infinite exactly when b is).
-HY4_DEVICE inline void c_bounds(float ce, uint32_t* lo, uint32_t* hi) {
-  if (is_nan_f32(ce)) ce = f32_from_bits(0xff800000u);
-  if (!(ce - ce == 0.0f)) {
-    *lo = *hi = order_word(ce);
-    return;
-  }
-  const float m = 0x1p-12f + 0x1p-20f * (ce < 0.0f ? -ce : ce);
-  *lo = order_word(ce - m);
-  *hi = order_word(ce + m);
+// The filter's threshold from floor, the k-th largest lane maximum of the estimates
+// ce = fast_sigmoid(x) + b (NaN mapped to -inf).  Per expert |c - ce| <= 2^-16 + 2^-22 |ce|
+// (fast_sigmoid's promise and the two fp32 roundings of s + b and fs + b).  k distinct
+// experts have ce >= floor, so the row's k-th best exact c is >= floor - 2^-16 - 2^-22
+// |floor| (the bound is increasing in ce), and an expert whose c reaches that has ce >=
+// floor - 2^-15 - 2^-21 |floor| (to first order).  The margin 2^-12 + 2^-19 |floor| is 8
+// and 4 times that, so the fp32 roundings of the margin and of floor - margin (2^-24
+// relative each) cannot take the threshold above the bound.  +-inf floors are exact: c
+// is infinite exactly when b is, and then ce = c.
+HY4_DEVICE inline float candidate_threshold(float floor_ce) {
+  if (!(floor_ce - floor_ce == 0.0f)) return floor_ce;
+  return floor_ce - (0x1p-12f + 0x1p-19f * (floor_ce < 0.0f ? -floor_ce : floor_ce));
+}
+
+// The k-th largest of the lanes' v (k <= warpSize), in every lane: a bitonic sort over the
+// lanes (descending), then lane k - 1's value.  Comparisons only (no NaN may enter).
+template <class T>
+HY4_DEVICE inline T kth_largest_over_lanes(T v, int k, int lane) {
+  const int ws = dev::warp_size();
+  for (int size = 2; size <= ws; size *= 2)
+    for (int stride = size / 2; stride > 0; stride /= 2) {
+      const T pv = dev::shfl_xor(v, stride);
+      const bool keep_max = ((lane & stride) == 0) == ((lane & size) == 0);
+      v = keep_max ? (pv > v ? pv : v) : (pv < v ? pv : v);
+    }
+  return dev::shfl_idx(v, k - 1);
 }
 
 // The scale of a row whose selected s values sum (in rank order) to sum.
@@ -152,57 +166,61 @@ __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const voi
       }
       continue;
     }
-    // kEstimate: per slot the bounds of c's order word from fast_sigmoid (lo for the
-    // floor, hi for the candidates) and the logit (for a candidate's exact key).
-    // Otherwise (the 16-slot instance, E > 256) the exact key and s of every slot, its
-    // order word as both bounds: the estimates' extra registers cost that instance a wave
-    // per SIMD on AMD (141 VGPRs, 3 waves; 4 needed).
+    // kEstimate: per slot the estimate ce (for the floor and the candidates; NaN for a
+    // slot past E, which no comparison takes) and the logit (for a candidate's exact key).
+    // Otherwise (the 16-slot instance, E > 256) the exact key and s of every slot: the
+    // estimates' extra registers cost that instance a wave per SIMD on AMD (141 VGPRs, 3
+    // waves; 4 needed).
     float x_reg[kPerLane];
-    uint32_t hi_w[kPerLane];
+    float ce_reg[kPerLane];
     uint64_t key[kPerLane];
     float s_reg[kPerLane];
-    uint32_t lane_max = 0;  // the lane's best lo
+    float lane_max_ce = f32_from_bits(0xff800000u);  // the lane's best ce (kEstimate)
+    uint32_t lane_max = 0;                            // the lane's best order word (otherwise)
+    if constexpr (kEstimate) {
+      // Every load first, none under a branch (a slot past E reads expert E - 1 of the
+      // row, in bounds, and is then marked NaN), so all 2 kPerLane reads are in flight at
+      // once instead of one slot's load -> estimate -> next load.
+      float b_reg[kPerLane];
 #pragma unroll
-    for (int j = 0; j < kPerLane; ++j) {
-      const int e = j * ws + lane;
-      if constexpr (kEstimate) {
-        x_reg[j] = 0.0f;
-        hi_w[j] = 0;  // slots past E never compete
-        if (e < experts) {
-          const float x = load_logit(logits, logits_bf16, logits_stride, t, e);
-          uint32_t lo;
-          c_bounds(dev::fast_sigmoid(x) + bias[e], &lo, &hi_w[j]);
-          x_reg[j] = x;
-          lane_max = lo > lane_max ? lo : lane_max;
-        }
-      } else {
+      for (int j = 0; j < kPerLane; ++j) {
+        const int e = j * ws + lane < experts ? j * ws + lane : experts - 1;
+        x_reg[j] = load_logit(logits, logits_bf16, logits_stride, t, e);
+        b_reg[j] = bias[e];
+      }
+#pragma unroll
+      for (int j = 0; j < kPerLane; ++j) {
+        const float ce = dev::fast_sigmoid(x_reg[j]) + b_reg[j];
+        ce_reg[j] = j * ws + lane >= experts ? f32_from_bits(0x7fc00000u)  // past E: never competes
+                    : is_nan_f32(ce)         ? f32_from_bits(0xff800000u)
+                                             : ce;
+        lane_max_ce = ce_reg[j] > lane_max_ce ? ce_reg[j] : lane_max_ce;
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < kPerLane; ++j) {
+        const int e = j * ws + lane;
         key[j] = 0;  // slots past E never compete
         s_reg[j] = 0.0f;
         if (e < experts) key[j] = expert_key(logits, logits_bf16, logits_stride, bias, t, e, &s_reg[j]);
         lane_max = key_order(key[j]) > lane_max ? key_order(key[j]) : lane_max;
       }
     }
-    // The filter.  floor = the k-th largest lane maximum of lo (a bitonic sort of the
-    // lane maxima, descending over the lanes): k distinct experts reach it (their lo, so
-    // their exact order word, is >= floor), so every expert of the row's k best has an
-    // exact order word >= floor, and so hi >= floor.  (min(E, ws) >= k lanes hold an
-    // expert, so floor is a real key's word, above every empty slot's 0.)
-    uint32_t v = lane_max;
-    for (int size = 2; size <= ws; size *= 2)
-      for (int stride = size / 2; stride > 0; stride /= 2) {
-        const uint32_t pv = dev::shfl_xor(v, stride);
-        const bool keep_max = ((lane & stride) == 0) == ((lane & size) == 0);
-        v = keep_max ? (pv > v ? pv : v) : (pv < v ? pv : v);
-      }
-    const uint32_t floor_word = dev::shfl_idx(v, k - 1);
-    // The candidates (hi >= floor) get list positions by ballots, slot by slot, and their
-    // logit and id are written to the list as they come (positions past ws are dropped:
-    // the fallback below does not use the list).
-    // (Without kEstimate the keys and s themselves.)
+    // The filter (min(E, ws) >= k lanes hold an expert, so the floor is a real expert's
+    // value, at or above every lane without one: -inf, or order word 0).
+    float threshold = 0.0f;
+    uint32_t floor_word = 0;
+    if constexpr (kEstimate)
+      threshold = candidate_threshold(kth_largest_over_lanes(lane_max_ce, k, lane));
+    else
+      floor_word = kth_largest_over_lanes(lane_max, k, lane);
+    // The candidates get list positions by ballots, slot by slot, and their logit and id
+    // are written to the list as they come (positions past ws are dropped: the fallback
+    // below does not use the list).  (Without kEstimate the keys and s themselves.)
     int n = 0;
 #pragma unroll
     for (int j = 0; j < kPerLane; ++j) {
-      const bool c = (kEstimate ? hi_w[j] : key_order(key[j])) >= floor_word;
+      const bool c = kEstimate ? ce_reg[j] >= threshold : key_order(key[j]) >= floor_word;
       const uint64_t b = dev::ballot(c);
       const int pos = n + __builtin_popcountll(b & below);
       if (c && pos < ws) {
