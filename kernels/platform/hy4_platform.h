@@ -160,6 +160,19 @@ inline float fast_sigmoid(float x) {
   const float u = static_cast<float>(static_cast<int32_t>(h >> 8) - (1 << 23)) * 0x1p-23f;  // [-1, 1)
   return sigmoid_f32(x) + u * 0x1p-16f;
 }
+#elif defined(HY4_BACKEND_CUDA)
+// ex2.approx.ftz and rcp.approx.ftz (PTX ISA: relative errors about 2^-22 and 2^-23):
+// what __expf / __fdividef compile to, without their subnormal fix-ups (a subnormal
+// input or e^-x leaves s at 0.5 or 1 anyway).  The rounding of -x log2 e moves e^-x by
+// |x| 2^-24 relative, so |error| <= (|x| 2^-24 + 2^-21) s, below 2^-16 for |x| <= 100;
+// past that both sigmoids are within 2^-24 of 0 or 1.  The device_bits test holds it to
+// the promise over all 2^32 inputs on the GPU.  (H200, topk T = 8192: 10.87 -> 10.51 us.)
+__device__ __forceinline__ float fast_sigmoid(float x) {
+  float e, r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(x * -1.44269504f));
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.0f + e));
+  return r;
+}
 #else
 __device__ __forceinline__ float fast_sigmoid(float x) { return __fdividef(1.0f, 1.0f + __expf(-x)); }
 #endif
