@@ -35,8 +35,9 @@ class GatePlan {
   static constexpr int64_t kMaxGrid = 65535;  // blocks; rows past it are reached by the grid-stride loop
   // From this many rows on, a block takes two rows per pass (grid = ceil(T / 2)).
   static constexpr int64_t kPairFromRows = 1024;
-  // Below this many rows a row is cut into slices of kSliceThreads threads (grid y), so a
-  // decode batch's loads are spread over more SMs than one block per row reaches.
+  // Below this many rows gate_decode_kernel runs: a row is cut into slices of
+  // kSliceThreads threads (grid y), so a decode batch's loads are spread over more SMs
+  // than one block per row reaches.
   static constexpr int64_t kSliceBelowRows = 16;
   static constexpr int kSliceThreads = 64;
 

@@ -1,12 +1,13 @@
 // gate.hip: the fused BF16 MLA output gate kernel, one source for HIP, CUDA and the
 // CPU executor (see gate.h for the contract).
 //
-// Design.  Grid: one block per row below GatePlan::kPairFromRows rows, one per two rows
-// from there (a pass takes rows t and t + gridDim.x, both rows' loads issued first),
-// grid-stride past GatePlan::kMaxGrid blocks; below GatePlan::kSliceBelowRows rows a row
-// is cut into slices of 64 threads along grid y (more SMs per row at decode).  Block:
-// 64..256 threads, enough that each thread takes about one 16-byte vector of the row
-// (8 bf16 of attn and gate, 8 results) on the vector path, or one element on the
+// Design.  Two kernels.  Below GatePlan::kSliceBelowRows rows (decode) gate_decode_kernel:
+// each row cut into slices of 64 threads along grid y (more SMs per row), one vector per
+// thread and pass, nothing else.  From there gate_kernel: one block per row below
+// GatePlan::kPairFromRows rows, one per two rows from there (a pass takes rows t and t +
+// gridDim.x, both rows' loads issued first), grid-stride past GatePlan::kMaxGrid blocks.
+// Block: 64..256 threads, enough that each thread takes about one 16-byte vector of the
+// row (8 bf16 of attn and gate, 8 results) on the vector path, or one element on the
 // scalar path (unaligned rows), plus the scalar tail.  Per element: s from the 128 KiB
 // sigmoid table (L1/L2 resident after the first rows; gate_sigmoid_table), one fp32
 // product, one bf16 rounding.  Bounded by memory: attn and gate read once, out written
@@ -16,6 +17,7 @@
 // loads needs several waves per SIMD in flight to cover HBM latency; 4 is the floor the
 // design accepts (it has 7: 49 VGPRs, 98 SGPRs - SGPR-bound - no LDS; gfx942 and gfx950).
 // AMD budget: gate_kernel >= 4 waves/SIMD
+// AMD budget: gate_decode_kernel >= 4 waves/SIMD
 #include <map>
 #include <mutex>
 #include <vector>
@@ -43,17 +45,12 @@ using dev::Bf16x8;
 // has two 16-byte load pairs in flight (the plan halves the grid from
 // GatePlan::kPairFromRows rows on; below it the second row is past T and skipped).
 // Inside a row, threads take 8-wide vectors for the aligned prefix (when the plan
-// found every row start 16-byte aligned) and single elements for the tail.  Below
-// GatePlan::kSliceBelowRows rows the plan cuts each row into slices of 64 threads (grid
-// y, blockIdx.y = the slice; one slice per 512 elements): at T = 1 a row of 2048 is four
-// blocks on four SMs instead of one (H200 hy4-bench: 1.70 -> 1.55 us).
+// found every row start 16-byte aligned) and single elements for the tail.
 __global__ void HY4_LAUNCH_BOUNDS(256) gate_kernel(const uint16_t* attn, int64_t attn_stride,
                             const uint16_t* gate, int64_t gate_stride, uint16_t* out,
                             int64_t out_stride, int64_t rows, int64_t width, int vector,
                             const uint16_t* __restrict__ table) {
-  // This thread's first unit of a row and the stride: slice blockIdx.y of gridDim.y.
-  const int64_t first = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
-  const int64_t step = static_cast<int64_t>(gridDim.y) * blockDim.x;
+  const int64_t first = threadIdx.x, step = blockDim.x;  // this thread's first unit of a row, the stride
   for (int64_t t = blockIdx.x; t < rows; t += 2 * static_cast<int64_t>(gridDim.x)) {
     const int64_t t2 = t + gridDim.x;
     const bool two = t2 < rows;  // the same for the whole block
@@ -92,11 +89,50 @@ __global__ void HY4_LAUNCH_BOUNDS(256) gate_kernel(const uint16_t* attn, int64_t
   }
 }
 
+// Decode (T < GatePlan::kSliceBelowRows): gate_decode_kernel.  Grid x = the row, y = its
+// slices of kSliceThreads threads (one slice per 512 elements: a row of 2048 is four blocks
+// on four SMs instead of one, H200: 1.70 -> 1.55 us at T = 1 in gate_kernel); a thread takes
+// one 16-byte vector of its row (or one element: unaligned rows and the tail) per slice
+// pass, so its chain is load (attn, gate) -> eight table gathers -> store, with none of
+// gate_kernel's row pairs or row loop.  H200 hy4-bench: T = 1 1.54 -> 1.40 us, T = 8 1.62
+// -> 1.48 (the same shapes through gate_kernel's sliced path).  (Tried and not kept: the
+// table's window of non-constant s, 8 KiB, copied into shared memory by every block while
+// its attn and gate loads fly, to drop the gathers' L2 latency: 2.19 us at T = 1.)
+__global__ void HY4_LAUNCH_BOUNDS(GatePlan::kSliceThreads) gate_decode_kernel(
+    const uint16_t* attn, int64_t attn_stride, const uint16_t* gate, int64_t gate_stride, uint16_t* out,
+    int64_t out_stride, int64_t width, int vector, const uint16_t* __restrict__ table) {
+  const int64_t t = blockIdx.x;
+  const int64_t first = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
+  const int64_t step = static_cast<int64_t>(gridDim.y) * blockDim.x;
+  const uint16_t* a = attn + t * attn_stride;
+  const uint16_t* g = gate + t * gate_stride;
+  uint16_t* o = out + t * out_stride;
+  const int64_t nvec = vector ? width / 8 : 0;
+  for (int64_t i = first; i < nvec; i += step) {
+    const Bf16x8 av = reinterpret_cast<const Bf16x8*>(a)[i];
+    const Bf16x8 gv = reinterpret_cast<const Bf16x8*>(g)[i];
+    Bf16x8 ov;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) ov.v[j] = gate_one(av.v[j], gv.v[j], table);
+    reinterpret_cast<Bf16x8*>(o)[i] = ov;
+  }
+  for (int64_t i = nvec * 8 + first; i < width; i += step) o[i] = gate_one(a[i], g[i], table);
+}
+
 }  // namespace
 
 void GatePlan::launch(hy4::rt::Stream stream) const {
   if (args_.attn.rows == 0) return;
-  HY4_LAUNCH(gate_kernel, dim3(static_cast<unsigned>(grid_), static_cast<unsigned>(slices_)),
+  if (args_.attn.rows < kSliceBelowRows) {
+    HY4_LAUNCH(gate_decode_kernel, dim3(static_cast<unsigned>(grid_), static_cast<unsigned>(slices_)),
+               dim3(static_cast<unsigned>(block_)), stream,
+               static_cast<const uint16_t*>(args_.attn.data), args_.attn.row_stride,
+               static_cast<const uint16_t*>(args_.gate.data), args_.gate.row_stride,
+               static_cast<uint16_t*>(args_.out.data), args_.out.row_stride, args_.attn.cols, vector_ ? 1 : 0,
+               table_);
+    return;
+  }
+  HY4_LAUNCH(gate_kernel, dim3(static_cast<unsigned>(grid_)),
              dim3(static_cast<unsigned>(block_)), stream,
              static_cast<const uint16_t*>(args_.attn.data), args_.attn.row_stride,
              static_cast<const uint16_t*>(args_.gate.data), args_.gate.row_stride,

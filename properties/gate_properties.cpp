@@ -236,13 +236,15 @@ TEST(GateProperties, InPlaceEqualsOutOfPlace) {
 // replay; each replay == the bit model of what the buffers held, and == an eager launch.
 TEST(GateGraph, ReplayWithNewDataEqualsEagerAndBitModel) {
   HY4_REQUIRE_DEVICE();
+  // T = 4: gate_decode_kernel; kSliceBelowRows: gate_kernel.
+  for (int64_t T : {int64_t{4}, GatePlan::kSliceBelowRows})
   for (bool in_place : {false, true}) {
     ScopedStream s;
-    const auto r = gate_graph_scenario(0xca97, 16, in_place, 12, s);
+    const auto r = gate_graph_scenario(0xca97 + T, T, in_place, 12, s);
     ASSERT_EQ(r.outs.size(), 12u);
     for (std::size_t k = 0; k < r.outs.size(); ++k) {
       const Verdict v = check_gate(r.as_run[k], r.outs[k]);
-      EXPECT_TRUE(v.ok()) << "replay " << k << " (in_place " << in_place << "): " << v.summary() << "\n"
+      EXPECT_TRUE(v.ok()) << "T " << T << ", replay " << k << " (in_place " << in_place << "): " << v.summary() << "\n"
                           << test::save_case_for_replay(gate_to_file(r.as_run[k]), "gate.GraphReplay." + std::to_string(k));
       EXPECT_EQ(run_gate_eager(r.as_run[k], s), r.outs[k]) << "replay " << k << " differs from an eager launch on the same data";
     }
@@ -254,8 +256,10 @@ TEST(GateGraph, ReplayWithNewDataEqualsEagerAndBitModel) {
 // the product is one IEEE rounding: running the kernel itself over all 65536 gate
 // patterns, at attn values that include 1.0 (out = s, seen directly), +-0, +-inf, NaN,
 // the largest and the smallest subnormal bf16, covers the gate's arithmetic completely.
-// Vector path (aligned rows of 65536) and scalar path (attn offset 1), bitwise against
-// the bit model; the attn = 1.0 row also against s computed here from hy4_numeric.h.
+// Vector path (aligned rows of 65536) and scalar path (attn offset 1), each through both
+// kernels (gate_decode_kernel below GatePlan::kSliceBelowRows rows, gate_kernel from
+// there), bitwise against the bit model; the attn = 1.0 row also against s computed here
+// from hy4_numeric.h.
 // Also reports how many gate values a platform expf (the host's libm) would change.
 TEST(GateExhaustive, EveryBf16GateValueAtSeveralAttnValues) {
   HY4_REQUIRE_DEVICE();
@@ -263,22 +267,25 @@ TEST(GateExhaustive, EveryBf16GateValueAtSeveralAttnValues) {
                                              0x8000,           0x7f80 /* +inf */, 0xff80,           0x7fc0 /* NaN */,
                                              0x7f7f /* max */, 0x0001 /* min subnormal */};
   const int64_t W = 65536;
-  for (int64_t attn_offset : {0, 1}) {  // 0: the 8-wide vector path; 1: misaligned rows, the scalar path
+  static_assert(GatePlan::kSliceBelowRows > 10, "the decode rows below are gate_decode_kernel's");
+  for (int64_t attn_offset : {0, 1})  // 0: the 8-wide vector path; 1: misaligned rows, the scalar path
+  for (bool decode : {true, false}) {
     GateShape shape;
-    shape.T = attn_offset == 0 ? static_cast<int64_t>(attn_values.size()) : 2;
+    shape.T = !decode ? GatePlan::kSliceBelowRows : attn_offset == 0 ? static_cast<int64_t>(attn_values.size()) : 2;
     shape.W = W;
     shape.attn_offset = attn_offset;
     GateCase c = make_gate_case(0xe7a0 + attn_offset, shape);
     for (int64_t t = 0; t < shape.T; ++t)
       for (int64_t i = 0; i < W; ++i) {
-        c.attn[attn_offset + t * c.attn_stride() + i] = attn_values[t];
+        c.attn[attn_offset + t * c.attn_stride() + i] = attn_values[t % attn_values.size()];
         c.gate[t * c.gate_stride() + i] = static_cast<uint16_t>(i);
       }
+    const std::string name = "gate.Exhaustive." + std::to_string(attn_offset) + (decode ? ".decode" : "");
     ScopedStream st;
     const std::vector<uint16_t> out = run_gate_eager(c, st);
     const Verdict v = check_gate(c, out);
-    EXPECT_TRUE(v.ok()) << "attn offset " << attn_offset << ": " << v.summary() << "\n"
-                        << test::save_case_for_replay(gate_to_file(c), "gate.Exhaustive." + std::to_string(attn_offset));
+    EXPECT_TRUE(v.ok()) << "attn offset " << attn_offset << ", T " << shape.T << ": " << v.summary() << "\n"
+                        << test::save_case_for_replay(gate_to_file(c), name);
     int64_t wrong_s = 0;
     for (int64_t i = 0; i < W; ++i) {  // row 0 (attn = 1.0): out is s itself
       const uint16_t s_expected = bf16_from_f32(sigmoid_f32(bf16_to_f32(static_cast<uint16_t>(i))));
