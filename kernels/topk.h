@@ -45,7 +45,12 @@ class TopkPlan {
   static constexpr int64_t kMaxStride = int64_t{1} << 24;
   static constexpr int kBlockThreads = 256;  // 8 warps of 32 or 4 wavefronts of 64: a warp per row
   static constexpr int64_t kMaxGrid = 65535;  // blocks; rows past grid x warps-per-block are reached by the grid-stride loop
-  static constexpr int kSmallE = 256;          // E <= kSmallE: 8 slots per lane, else 16
+  // Warp per row: experts per lane (the kernel instance), ceil(E / warp) rounded up to 4,
+  // 8 or 16: 4 for E <= 128 at warp 32 and E <= 256 at wave64 (HY V4 on AMD), 8 for E <= 256
+  // at warp 32 (HY V4 on NVIDIA).  Chosen at launch, from the warp size the launch runs with.
+  static constexpr int slots_per_lane(int64_t experts, int warp) {
+    return experts <= 4 * int64_t{warp} ? 4 : experts <= 8 * int64_t{warp} ? 8 : 16;
+  }
   // Auto: a block per row at T <= kBlockPerRowMaxRows (decode: the row's chain is split
   // over E threads), a warp per row above (throughput).
   static constexpr int64_t kBlockPerRowMaxRows = 1024;

@@ -10,7 +10,7 @@
 // E - 1 and is then marked empty): one memory latency per row, not one per slot.  Rank keys are
 // 64-bit integers that order (c desc, id asc) exactly as the bit model does (c's bits
 // mapped to an unsigned order, then the complemented id).
-//  - Estimates (kPerLane = 8, E <= 256): each slot's c as an fp32 estimate ce =
+//  - Estimates (kPerLane = 4 or 8): each slot's c as an fp32 estimate ce =
 //    dev::fast_sigmoid(x) + b (the hardware's approximate exp and divide, within 2^-16
 //    of sigmoid_f32; NaN -> -inf); the bit-exact sigmoid_f32 runs only for the
 //    candidates (one per lane, not kPerLane), or for every slot on the fallback below.
@@ -49,9 +49,10 @@
 namespace hy4 {
 namespace {
 
-// Experts per lane (kPerLane): the launch picks 8 for E <= 256 (HY V4: fewer
-// instructions on the serial path) and 16 for E <= 512, enough at warp 32; wave64
-// leaves half of them empty.
+// Experts per lane (kPerLane): TopkPlan::slots_per_lane(E, warp) at launch, 4, 8 or 16
+// (fewer slots: fewer instructions on the serial path and fewer registers).  HY V4's
+// E = 256 takes 8 at warp 32 and 4 at wave64, where 8 left half of them empty (and
+// loaded: 125 VGPRs on gfx942 for nothing).
 
 // (c desc, id asc) as one unsigned key: larger is better.  c is never NaN here (NaN
 // was mapped to -inf) and never -0 (+0 + -0 = +0; normalised anyway so that -0 and +0
@@ -168,7 +169,7 @@ __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const voi
     }
     // kEstimate: per slot the estimate ce (for the floor and the candidates; NaN for a
     // slot past E, which no comparison takes) and the logit (for a candidate's exact key).
-    // Otherwise (the 16-slot instance, E > 256) the exact key and s of every slot: the
+    // Otherwise (the 16-slot instance, E > 8 warp) the exact key and s of every slot: the
     // estimates' extra registers cost that instance a wave per SIMD on AMD (141 VGPRs, 3
     // waves; 4 needed).
     float x_reg[kPerLane];
@@ -410,9 +411,12 @@ void TopkPlan::launch(hy4::rt::Stream stream) const {
              args_.renormalize ? 1 : 0, args_.routed_scaling_factor, args_.num_rows,                            \
              static_cast<float*>(args_.weights.data), args_.weights.row_stride,                                 \
              static_cast<int32_t*>(args_.ids.data), args_.ids.row_stride)
+  const int slots = block_per_row_ ? 0 : slots_per_lane(args_.logits.cols, hy4::rt::warp_size());
   if (block_per_row_)
     HY4_TOPK_LAUNCH(topk_row_block_kernel, row_block_threads(args_.logits.cols));
-  else if (args_.logits.cols <= kSmallE)
+  else if (slots == 4)
+    HY4_TOPK_LAUNCH(topk_kernel<4>, kBlockThreads);
+  else if (slots == 8)
     HY4_TOPK_LAUNCH(topk_kernel<8>, kBlockThreads);
   else
     HY4_TOPK_LAUNCH(topk_kernel<16>, kBlockThreads);

@@ -36,7 +36,8 @@ namespace {
 // The kernel's case splits (kernels/topk.hip, topk_plan.cpp) and where the generator
 // and the split tests below cross each one, on both sides, at warp 32 and 64 (every
 // test runs in the cpu32 and the cpu64 variant):
-//   slots per lane        template 8 for E <= TopkPlan::kSmallE (256), 16 above: E = 256 | 257
+//   slots per lane        TopkPlan::slots_per_lane(E, warp): 4 | 8 | 16 split at E = 4 warp | + 1
+//                         and 8 warp | + 1 (128 | 129, 256 | 257 at warp 32; 256 | 257 at 64)
 //   slots a lane fills    ceil(E / warp): E = 32j and 32j + 1 (warp 32), 64j and 64j + 1 (warp 64)
 //   ranks per lane        lane r keeps rank r: k = 1 .. 32 (= warp at 32: k = 31 | 32)
 //   rows per block        256 / warp rows (8 or 4): T = 3, 4, 5 | 7, 8, 9, several blocks at T <= 12
@@ -271,16 +272,17 @@ TEST(TopkProperties, EverySlotSplitBothSides) {
 // largest lane maximum) go through a one-slot-per-lane list when there are at most warp
 // of them, through k rounds of warp maxima when there are more.  n experts tied at the
 // row's best score (the rest strictly below) make exactly n candidates once they sit in
-// k lanes or more: n = warp - 1, warp, warp + 1 and 2 x warp, at 8 and 16 slots per lane.
+// k lanes or more: n = warp - 1, warp, warp + 1 and 2 x warp, in every instance with its
+// every slot real: E = 4, 8, 16 x warp (4 | 8 | 16 slots per lane; 16 x 64 is past E's limit).
 TEST(TopkProperties, FilterListBothSidesOfOneSlotPerLane) {
   HY4_REQUIRE_DEVICE();
   const int ws = hy4::rt::warp_size();
-  for (int E : {256, 512})
+  for (int E : {4 * ws, 8 * ws, 16 * ws})
     for (int k : {1, 8, 32})
       for (int n : {ws - 1, ws, ws + 1, 2 * ws})
         for (bool distinct_s : {false, true}) {
           std::mt19937_64 rng(static_cast<uint64_t>(E * 1000 + k * 100 + n));
-          if (n < k) continue;
+          if (n < k || E > TopkPlan::kMaxExperts) continue;
           std::vector<float> x(E), b(E, 0.0f);
           for (int e = 0; e < E; ++e) x[e] = -1.0f - static_cast<float>(rng() % 1000) / 256.0f;
           // tied expert i in lane i % ws (min(n, ws) >= k lanes), slot (i / ws + lane) % slots.
@@ -304,13 +306,15 @@ TEST(TopkProperties, FilterListBothSidesOfOneSlotPerLane) {
 // wins, so a lane can run out of slots.  Lane 0's experts (ids 0, ws, 2 ws, ...) are the
 // row's strictly best, every other expert ties below them (so the candidates overflow the
 // list): the first `slots` ranks empty lane 0, rank slots + 1 on must come from the tie
-// (lowest id first), never from lane 0 again.  slots = E / warp: 8 | 16 at warp 32 (every
-// slot real, where a popped lane must refill with an empty key), 4 | 8 at warp 64.
+// (lowest id first), never from lane 0 again.  slots = E / warp = 4 | 8 | 16, each kernel
+// instance with every slot real (a popped lane must refill with an empty key).
 TEST(TopkProperties, RoundsWhenALaneRunsOutOfSlots) {
   HY4_REQUIRE_DEVICE();
   const int ws = hy4::rt::warp_size();
-  for (int E : {256, 512}) {
+  for (int E : {4 * ws, 8 * ws, 16 * ws}) {
+    if (E > TopkPlan::kMaxExperts) continue;
     const int slots = E / ws;
+    ASSERT_EQ(TopkPlan::slots_per_lane(E, ws), slots);
     for (int k : {slots, slots + 1, 32}) {  // slots <= 16
       std::vector<float> x(E, 0.0f), b(E, 0.0f);
       for (int j = 0; j < slots; ++j) x[j * ws] = 3.0f + 0.125f * static_cast<float>(slots - j);

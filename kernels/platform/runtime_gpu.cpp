@@ -103,12 +103,17 @@ std::string device_name() {
 #endif
 }
 
+// One attribute (plans ask at every launch: topk picks its instance by it), not the whole
+// property struct.
 int warp_size() {
-  int dev = 0;
+  int dev = 0, w = 0;
   check(GPU(GetDevice)(&dev), "GetDevice");
-  gpuDeviceProp_t p{};
-  check(GPU(GetDeviceProperties)(&p, dev), "GetDeviceProperties");
-  return p.warpSize;
+#if defined(HY4_BACKEND_HIP)
+  check(hipDeviceGetAttribute(&w, hipDeviceAttributeWarpSize, dev), "DeviceGetAttribute(warp size)");
+#else
+  check(cudaDeviceGetAttribute(&w, cudaDevAttrWarpSize, dev), "DeviceGetAttribute(warp size)");
+#endif
+  return w;
 }
 
 std::vector<int> supported_warp_sizes() { return {warp_size()}; }
