@@ -66,8 +66,9 @@ class RoutingPlan {
   static constexpr int scan_threads(int experts) { return pow2_threads(experts, 64, kMaxThreads); }
   static bool one_kernel(int64_t T, int k) { return T * k <= kSingleMaxEntries; }
   // T*k at most this and no expert mask: the one kernel's warp-only decode path (every
-  // entry in one lane of one warp, no histogram, no block scan; routing.hip says how).
-  static constexpr int64_t kDecodeMaxEntries = 32;
+  // entry in a lane of one warp, two per lane past warpSize; no histogram, no block scan;
+  // routing.hip says how).
+  static constexpr int64_t kDecodeMaxEntries = 64;
   static bool decode_path(int64_t T, int k, bool masked) { return T * k <= kDecodeMaxEntries && !masked; }
   static int block_threads(int64_t T, int k, int experts) {
     const int n = scan_threads(experts);

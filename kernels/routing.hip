@@ -32,15 +32,18 @@
 //     16 at HY V4's E = 256, block 64, T = 1) ranks all entries itself (at most 2048, a few
 //     groups per warp; the ids are 8 KiB of L2) and writes the entries of its share of j
 //     plus its share of the padding, so one graph node does all of it.
-//     Decode (T*k <= kDecodeMaxEntries = 32, no expert mask): every entry fits one lane of
-//     one warp, so each warp of each block does the whole ranking by itself, without the
-//     histogram, the block scan or a barrier (decode_entries): lane j holds entry j, its
-//     group of the same expert (match_any) gives its rank (lanes of the group below it, in
-//     j order, as on the other paths) and the group leader the expert's padded size; an
-//     entry's segment starts after the padded sizes of every smaller expert that has
-//     entries (a loop over the <= 32 lanes, shuffles).  Experts without entries have empty
-//     segments, and without a mask an expert's local id is the expert, so nothing needs the
-//     other E - 32 experts.  Block 0's warp 0 writes the entries; the used experts' padding
+//     Decode (T*k <= kDecodeMaxEntries = 64, no expert mask): every entry fits a lane of
+//     one warp (two per lane past warpSize), so each warp of each block does the whole
+//     ranking by itself, without the histogram, the block scan or a barrier
+//     (decode_entries): lane l holds entries l (and l + warpSize); the entries of the same
+//     expert (match_any; with two per lane, one ballot per bit of the expert) give an
+//     entry's rank (those before it in j order, as on the other paths) and the expert's
+//     leader (rank 0) its padded size; an entry's segment starts after the padded sizes of
+//     every smaller expert that has entries (a loop over the lanes, shuffles).  Experts
+//     without entries have empty segments, and without a mask an expert's local id is the
+//     expert, so nothing needs the other E - 64 experts.  (H200, k = 8: T = 1 3.17 -> 2.36
+//     us when each warp found its padding leaders by number instead of walking them all;
+//     T = 8 4.40 -> 4.05 with two entries per lane instead of the block-scan path.)  Block 0's warp 0 writes the entries; the used experts' padding
 //     is dealt out to the grid's warps; the unused tail is shared as below.  It is its
 //     own kernel, routing_decode_kernel (folded into routing_sort_kernel behind a flag,
 //     the sort kernel's other shapes lost 0.15 - 0.2 us on the H200).
@@ -292,48 +295,115 @@ HY4_DEVICE inline void write_unused_tail(int c, int tid, int nt, int32_t used, i
   }
 }
 
-// The decode path's ranking (RoutingPlan::decode_path: n = T*k <= 32 entries, no mask),
-// done by each calling warp alone: lane j holds entry j.  Block 0's warp 0 writes the
-// entries; the used experts' padding slots and expert_of_block entries go to the grid's
-// warps in turn (leader order).  Returns the slots used (the sum of the padded sizes).
+// The decode path's ranking (RoutingPlan::decode_path: n = T*k <= 64 entries, no mask),
+// done by each calling warp alone: lane l holds entries j = l + p warpSize, p < P (P = 1
+// while n <= warpSize, else 2).  Block 0's warp 0 writes the entries; the used experts'
+// padding slots and expert_of_block entries go to the grid's warps in turn (leader order).
+// Returns the slots used (the sum of the padded sizes).
+//  - same[p][q]: the lanes of group q holding my entry p's expert: match_any for P = 1;
+//    for P = 2 one ballot per bit of expert + 1 and group, a lane keeping the lanes that
+//    agree with its value on every bit (and hold an entry).
+//  - An entry's rank in its expert = its expert's entries in earlier groups + in its group
+//    below its lane (j order); rank 0 is the expert's leader, which holds its padded size.
+//  - Its segment starts after the padded sizes of every smaller expert's leader (a loop
+//    over the lanes that hold entries, shuffles).
+template <int P>
 HY4_DEVICE inline int32_t decode_entries(const EntryReader& r, const float* weights, int64_t weights_stride, uint32_t n,
                                          int block_size, int32_t pad_id, int32_t* sorted_ids, float* sorted_weights,
                                          int32_t* expert_of_block) {
   const int ws = dev::warp_size(), lane = dev::lane_id();
   const int warps = static_cast<int>(blockDim.x) / ws, warp = static_cast<int>(threadIdx.x) / ws;
-  const uint32_t j = static_cast<uint32_t>(lane);
-  const uint32_t t = j / r.k, s = j - t * r.k;
-  const int32_t id = r.raw_id(j, t, s, n);
-  const float wt = j < n ? weights[static_cast<int64_t>(t) * weights_stride + s] : 0.0f;
-  const int x = r.expert_of(j, id);
-  const uint64_t m = r.same_expert_lanes(x);
-  const bool leader = x >= 0 && lane == dev::lowest_lane(m);
-  const int32_t cnt = x >= 0 ? __builtin_popcountll(m) : 0;
-  const int32_t padded = leader ? (cnt + block_size - 1) / block_size * block_size : 0;
-  // My expert's segment start: the padded sizes of the leaders of smaller experts.
-  const int32_t lead_x = leader ? x : -1;
-  int32_t start = 0, used = 0;
-  for (uint32_t L = 0; L < n; ++L) {  // n is warp-uniform
-    const int32_t y = dev::shfl_idx(lead_x, static_cast<int>(L));
-    const int32_t py = dev::shfl_idx(padded, static_cast<int>(L));
-    used += py;
-    if (y >= 0 && y < x) start += py;
+  const uint64_t below = (uint64_t{1} << lane) - 1;  // lane < 64
+  uint32_t t[P], s[P];
+  int x[P];
+  float wt[P];
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    const uint32_t j = static_cast<uint32_t>(p * ws + lane);
+    t[p] = j / r.k;
+    s[p] = j - t[p] * r.k;
+    const int32_t id = r.raw_id(j, t[p], s[p], n);
+    wt[p] = j < n ? weights[static_cast<int64_t>(t[p]) * weights_stride + s[p]] : 0.0f;
+    x[p] = r.expert_of(j, id);
   }
-  if (blockIdx.x == 0 && warp == 0 && x >= 0) {
-    const int32_t pos = start + __builtin_popcountll(m & ((uint64_t{1} << lane) - 1));
-    sorted_ids[pos] = static_cast<int32_t>((s << 24) | t);
-    sorted_weights[pos] = wt;
+  uint64_t same[P][P];
+  if constexpr (P == 1) {
+    same[0][0] = r.same_expert_lanes(x[0]);
+  } else {
+#pragma unroll
+    for (int q = 0; q < P; ++q) {
+      const uint64_t holds = dev::ballot(x[q] >= 0);
+#pragma unroll
+      for (int p = 0; p < P; ++p) same[p][q] = holds;
+      for (int b = 0; b < r.bits; ++b) {  // warp-uniform
+        const uint64_t on = dev::ballot(((static_cast<uint32_t>(x[q] + 1) >> b) & 1u) != 0);
+#pragma unroll
+        for (int p = 0; p < P; ++p) same[p][q] &= ((static_cast<uint32_t>(x[p] + 1) >> b) & 1u) ? on : ~on;
+      }
+    }
   }
-  // Expert number i (in leader order) is padded by the grid's warp i % (grid warps).
+  int32_t rank[P], cnt[P], padded[P], lead_x[P], start[P];
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    rank[p] = __builtin_popcountll(same[p][p] & below);
+    cnt[p] = 0;
+#pragma unroll
+    for (int q = 0; q < P; ++q) {
+      cnt[p] += __builtin_popcountll(same[p][q]);
+      if (q < p) rank[p] += __builtin_popcountll(same[p][q]);
+    }
+    const bool leader = x[p] >= 0 && rank[p] == 0;
+    if (x[p] < 0) cnt[p] = 0;
+    padded[p] = leader ? (cnt[p] + block_size - 1) / block_size * block_size : 0;
+    lead_x[p] = leader ? x[p] : -1;
+    start[p] = 0;
+  }
+  // My experts' segment starts: the padded sizes of the leaders of smaller experts.
+  int32_t used = 0;
+  const uint32_t lanes = n < static_cast<uint32_t>(ws) ? n : static_cast<uint32_t>(ws);  // lanes holding entries
+  for (uint32_t L = 0; L < lanes; ++L) {  // warp-uniform
+#pragma unroll
+    for (int q = 0; q < P; ++q) {
+      const int32_t y = dev::shfl_idx(lead_x[q], static_cast<int>(L));
+      const int32_t py = dev::shfl_idx(padded[q], static_cast<int>(L));
+      used += py;
+#pragma unroll
+      for (int p = 0; p < P; ++p)
+        if (y >= 0 && y < x[p]) start[p] += py;
+    }
+  }
+  if (blockIdx.x == 0 && warp == 0) {
+#pragma unroll
+    for (int p = 0; p < P; ++p)
+      if (x[p] >= 0) {
+        const int32_t pos = start[p] + rank[p];
+        sorted_ids[pos] = static_cast<int32_t>((s[p] << 24) | t[p]);
+        sorted_weights[pos] = wt[p];
+      }
+  }
+  // Expert number i (in leader order: group, then lane) is padded by the grid's warp
+  // i % (grid warps): each warp finds its leaders by their numbers (a ballot per group),
+  // instead of walking every leader (with 64 entries that walk was ~2000 instructions per
+  // warp, the kernel's tail).
   const int gw = static_cast<int>(blockIdx.x) * warps + warp, grid_warps = static_cast<int>(gridDim.x) * warps;
-  uint64_t leaders = dev::ballot(leader);
-  for (int i = 0; leaders != 0; ++i) {  // warp-uniform
-    const int L = dev::lowest_lane(leaders);
-    leaders &= leaders - 1;
-    const int32_t lx = dev::shfl_idx(x, L), lstart = dev::shfl_idx(start, L);
-    const int32_t lcnt = dev::shfl_idx(cnt, L), lpad = dev::shfl_idx(padded, L);
-    if (i % grid_warps == gw)
-      pad_segment(lstart, lcnt, lstart + lpad, lx, block_size, pad_id, sorted_ids, sorted_weights, expert_of_block);
+  int lead_no[P], leaders = 0;
+#pragma unroll
+  for (int q = 0; q < P; ++q) {
+    const uint64_t lq = dev::ballot(lead_x[q] >= 0);
+    lead_no[q] = lead_x[q] >= 0 ? leaders + __builtin_popcountll(lq & below) : -1;
+    leaders += __builtin_popcountll(lq);
+  }
+  for (int i = gw; i < leaders; i += grid_warps) {  // warp-uniform
+#pragma unroll
+    for (int q = 0; q < P; ++q) {
+      const uint64_t hit = dev::ballot(lead_no[q] == i);
+      if (hit != 0) {  // warp-uniform
+        const int L = dev::lowest_lane(hit);
+        const int32_t lx = dev::shfl_idx(x[q], L), lstart = dev::shfl_idx(start[q], L);
+        const int32_t lcnt = dev::shfl_idx(cnt[q], L), lpad = dev::shfl_idx(padded[q], L);
+        pad_segment(lstart, lcnt, lstart + lpad, lx, block_size, pad_id, sorted_ids, sorted_weights, expert_of_block);
+      }
+    }
   }
   return used;
 }
@@ -349,8 +419,11 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
   const int64_t real = device_row_count(num_rows, rows);
   const EntryReader r{ids, ids_stride, static_cast<uint32_t>(k), experts, nullptr, static_cast<uint32_t>(real * k), bits};
   const int32_t pad_id = (k << 24) | static_cast<int32_t>(rows);
-  const int32_t used = decode_entries(r, weights, weights_stride, static_cast<uint32_t>(rows * k), block_size, pad_id,
-                                      sorted_ids, sorted_weights, expert_of_block);
+  const uint32_t n = static_cast<uint32_t>(rows * k);
+  const int32_t used =
+      n <= static_cast<uint32_t>(dev::warp_size())
+          ? decode_entries<1>(r, weights, weights_stride, n, block_size, pad_id, sorted_ids, sorted_weights, expert_of_block)
+          : decode_entries<2>(r, weights, weights_stride, n, block_size, pad_id, sorted_ids, sorted_weights, expert_of_block);
   write_unused_tail(static_cast<int>(blockIdx.x), static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), used,
                     pad_id, block_size, share, max_padded, num_blocks, real, sorted_ids, sorted_weights, expert_of_block,
                     counts);

@@ -260,9 +260,10 @@ TEST(RoutingProperties, EveryPathAndGridSplitBothSides) {
   EXPECT_EQ(RoutingPlan::sort_blocks(4096, 1, 2, 1), 64);          // padding blocks 5
 }
 
-// The one kernel's decode path (T*k <= RoutingPlan::kDecodeMaxEntries = 32, no mask: one
-// warp ranks every entry) on both sides of its split: at each k = 1 .. 32, T = 1, 2 and the
-// last two T with T*k <= 32 and the first past it; every kind of values (ids repeated in a
+// The one kernel's decode path (T*k <= RoutingPlan::kDecodeMaxEntries = 64, no mask: one
+// warp ranks every entry, two per lane past warpSize) on both sides of its splits: at each
+// k = 1 .. 32, T = 1, 2, the last two T with T*k <= 32 and the first past it (one entry per
+// lane | two at warp 32), and the same around 64 (decode | block scan); every kind of values (ids repeated in a
 // row, -1 and out-of-range ids, one expert holding most entries), the device row count below
 // T, block sizes from 1 (no padding) to 1024 (experts' padding over several fill blocks'
 // warps), E from k to 512, each once without a mask (the decode path) and once with one
@@ -275,7 +276,7 @@ TEST(RoutingProperties, DecodePathBothSidesOfItsSplit) {
   int decode_cases = 0;
   for (int k : {1, 2, 3, 4, 8, 16, 32}) {
     std::vector<int64_t> Ts;
-    for (int64_t T : {int64_t{1}, int64_t{2}, D / k - 1, D / k, D / k + 1})
+    for (int64_t T : {int64_t{1}, int64_t{2}, int64_t{32 / k - 1}, int64_t{32 / k}, int64_t{32 / k + 1}, D / k - 1, D / k, D / k + 1})
       if (T >= 1 && std::find(Ts.begin(), Ts.end(), T) == Ts.end()) Ts.push_back(T);
     for (int64_t T : Ts)
       for (int v = 0; v < 5; ++v)
@@ -298,9 +299,9 @@ TEST(RoutingProperties, DecodePathBothSidesOfItsSplit) {
               << (RoutingPlan::decode_path(T, k, mask) ? "decode path" : "block-scan path");
         }
   }
-  EXPECT_EQ(decode_cases, 115);  // 23 (T, k) at or below the split, 5 value kinds each, no mask
-  EXPECT_TRUE(RoutingPlan::decode_path(4, 8, false));
-  EXPECT_FALSE(RoutingPlan::decode_path(5, 8, false));
+  EXPECT_EQ(decode_cases, 205);  // 41 (T, k) at or below the split, 5 value kinds each, no mask
+  EXPECT_TRUE(RoutingPlan::decode_path(8, 8, false));
+  EXPECT_FALSE(RoutingPlan::decode_path(9, 8, false));
   EXPECT_FALSE(RoutingPlan::decode_path(1, 8, true));
 }
 
