@@ -302,6 +302,50 @@ TEST(TopkProperties, FilterListBothSidesOfOneSlotPerLane) {
         }
 }
 
+// Every expert is read: row t of E rows has expert t as its unique best (the rest random
+// below), so an expert that no lane's slot or no block thread holds is missing from rank 0
+// of its own row - whatever the values.  E on both sides of each instance split of the warp
+// path (4 | 8 | 16 slots: 4 w | 4 w + 1, 8 w | 8 w + 1, w = warp) and of the block path's
+// thread counts, both pinned paths, fp32 and bf16 logits.  (A random row shows a missing
+// expert only when it would have been chosen: the plant "four slots one expert too far"
+// passed every property and regression test and was caught only by the 30 s fuzz run.)
+TEST(TopkProperties, EveryExpertWinsItsOwnRow) {
+  HY4_REQUIRE_DEVICE();
+  const int ws = hy4::rt::warp_size();
+  std::vector<int> Es = {63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 512};
+  for (int m : {4, 8, 16})
+    for (int d : {0, 1})
+      if (m * ws + d <= TopkPlan::kMaxExperts && std::find(Es.begin(), Es.end(), m * ws + d) == Es.end())
+        Es.push_back(m * ws + d);
+  for (int E : Es)
+    for (int path : {1, 2})
+      for (bool bf16 : {false, true}) {
+        TopkShape sh;
+        sh.T = E;
+        sh.E = E;
+        sh.k = 2;
+        sh.bf16 = bf16;
+        sh.path = path;
+        TopkCase c = make_topk_case(static_cast<uint64_t>(E * 4 + path * 2 + bf16), sh);
+        std::mt19937_64 rng(static_cast<uint64_t>(E));
+        for (int64_t t = 0; t < E; ++t)
+          for (int e = 0; e < E; ++e) {
+            const float x = e == t ? 2.0f : -4.0f + static_cast<float>(rng() % 1024) / 256.0f;  // others < 0
+            c.logits[t * c.logits_stride() + e] = bf16 ? bf16_from_f32(x) : f32_bits(x);
+          }
+        for (int e = 0; e < E; ++e) c.bias[e] = f32_bits(0.0f);
+        ScopedStream s;
+        const auto o = run_topk_eager(c, s);
+        int wrong = 0;
+        for (int64_t t = 0; t < E; ++t)
+          if (id_at(o, c, t, 0) != t && ++wrong <= 3)
+            ADD_FAILURE() << "E " << E << " path " << path << (bf16 ? " bf16" : " fp32") << ": row " << t << " chose "
+                          << id_at(o, c, t, 0) << " first, not its best expert " << t;
+        EXPECT_TRUE(topk_case_passes(c, "topk.EveryExpertWins.E" + std::to_string(E) + ".path" + std::to_string(path) +
+                                            (bf16 ? ".bf16" : "")));
+      }
+}
+
 // The warp path's k rounds (more than warp candidates): a lane pops its head each time it
 // wins, so a lane can run out of slots.  Lane 0's experts (ids 0, ws, 2 ws, ...) are the
 // row's strictly best, every other expert ties below them (so the candidates overflow the
