@@ -387,6 +387,10 @@ __global__ void HY4_LAUNCH_BOUNDS(512) topk_row_block_kernel(const void* logits,
     uint64_t mine = 0;
     if (i < nc) {
       mine = cand_key[i];
+      // Unrolled so that eight shared reads are in flight (the loop's trip count, nc / parts
+      // = 16 at HY V4, is not known to the compiler): H200 T = 1 3.07 -> 2.96 us, T = 64
+      // 3.32 -> 3.16 (unroll 4 gained nothing).
+#pragma unroll 8
       for (int j = part; j < nc; j += parts) rank += static_cast<uint64_t>(cand_key[j]) > mine ? 1 : 0;
     }
     for (int m = 1; m < parts; m *= 2) rank += dev::shfl_xor(rank, m);
