@@ -43,8 +43,10 @@
 //     without entries have empty segments, and without a mask an expert's local id is the
 //     expert, so nothing needs the other E - 64 experts.  (H200, k = 8: T = 1 3.17 -> 2.36
 //     us when each warp found its padding leaders by number instead of walking them all;
-//     T = 8 4.40 -> 4.05 with two entries per lane instead of the block-scan path.)  Block 0's warp 0 writes the entries; the used experts' padding
-//     is dealt out to the grid's warps; the unused tail is shared as below.  It is its
+//     T = 8 4.40 -> 4.05 with two entries per lane instead of the block-scan path.)
+//     Block 0's warp 0 writes the entries; the used experts' padding is dealt out to the
+//     grid's warps (warp i % grid warps pads leader number i); the unused tail is shared
+//     as below.  It is its
 //     own kernel, routing_decode_kernel (folded into routing_sort_kernel behind a flag,
 //     the sort kernel's other shapes lost 0.15 - 0.2 us on the H200).
 //  2. Otherwise TWO kernels over chunks of chunk_tokens(T) tokens (64 until the cap of 64
