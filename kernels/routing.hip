@@ -46,9 +46,9 @@
 //     T = 8 4.40 -> 4.05 with two entries per lane instead of the block-scan path.)
 //     Block 0's warp 0 writes the entries; the used experts' padding is dealt out to the
 //     grid's warps (warp i % grid warps pads leader number i); the unused tail is shared
-//     as below.  It is its
-//     own kernel, routing_decode_kernel (folded into routing_sort_kernel behind a flag,
-//     the sort kernel's other shapes lost 0.15 - 0.2 us on the H200).
+//     as below.  It is its own kernel, routing_decode_kernel (folded into
+//     routing_sort_kernel behind a flag, the sort kernel's other shapes lost 0.15 - 0.2
+//     us on the H200).
 //  2. Otherwise TWO kernels over chunks of chunk_tokens(T) tokens (64 until the cap of 64
 //     chunks, then longer): routing_count_kernel writes count[c][e] for its chunk (and
 //     zero-fills moe_out rows); routing_sort_kernel (max(chunks, fill_blocks) blocks)
