@@ -36,7 +36,8 @@ mount --bind /dev/pts "$root/dev/pts"
 mount -t proc proc "$root/proc"
 mount --bind /sys "$root/sys"
 git clone -q "$repo" "$root/src"
-echo "cloned $(git -C "$repo" rev-parse --short HEAD) into $root/src"
+tested=$(git -C "$root/src" rev-parse --short HEAD)  # what the root runs, whatever HEAD is later
+echo "cloned $tested into $root/src"
 
 # README's two commands, read from README.md itself so they are exactly as written.
 mapfile -t cmds < <(awk '/^## The two commands/ { on = 1; next } on && /^## / { exit } on && /^    bash / { sub(/^    /, ""); sub(/[ \t]+#.*$/, ""); print }' "$repo/README.md")
@@ -53,6 +54,6 @@ for c in "${cmds[@]}"; do
   fi
   results+=("$r  $(( $(date +%s) - t0 )) s  $c")
 done
-echo "=== ci/fresh_debian.sh results (Debian 12 minbase, $(git -C "$repo" rev-parse --short HEAD))"
+echo "=== ci/fresh_debian.sh results (Debian 12 minbase, $tested)"
 for r in "${results[@]}"; do echo "$r"; done
 exit $status
