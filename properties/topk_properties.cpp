@@ -268,8 +268,9 @@ TEST(TopkProperties, EverySlotSplitBothSides) {
     }
 }
 
-// The warp path's filter (kernels/topk.hip): the candidates (order word >= the k-th
-// largest lane maximum) go through a one-slot-per-lane list when there are at most warp
+// The warp path's filter (kernels/topk.hip): the candidates (estimate >= the threshold
+// below the k-th largest lane maximum; with exact keys, order word >= that maximum) go
+// through a one-slot-per-lane list when there are at most warp
 // of them, through k rounds of warp maxima when there are more.  n experts tied at the
 // row's best score (the rest strictly below) make exactly n candidates once they sit in
 // k lanes or more: n = warp - 1, warp, warp + 1 and 2 x warp, in every instance with its
