@@ -40,6 +40,14 @@ HY4_DEVICE inline uint16_t gate_one(uint16_t a, uint16_t g, const uint16_t* tabl
 
 using dev::Bf16x8;
 
+// One 16-byte vector: eight gate_one, the unit of the vector path in both kernels.
+HY4_DEVICE inline Bf16x8 gate_vector(const Bf16x8& a, const Bf16x8& g, const uint16_t* table) {
+  Bf16x8 o;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) o.v[j] = gate_one(a.v[j], g.v[j], table);
+  return o;
+}
+
 // Rows are spread over blocks (grid-stride); a block takes two rows per pass, t and
 // t + gridDim.x, and loads both rows' vectors before computing either, so each thread
 // has two 16-byte load pairs in flight (the plan halves the grid from
@@ -71,15 +79,8 @@ __global__ void HY4_LAUNCH_BOUNDS(256) gate_kernel(const uint16_t* attn, int64_t
           av2 = reinterpret_cast<const Bf16x8*>(a2)[i];
           gv2 = reinterpret_cast<const Bf16x8*>(g2)[i];
         }
-        Bf16x8 ov;
-#pragma unroll
-        for (int j = 0; j < 8; ++j) ov.v[j] = gate_one(av.v[j], gv.v[j], table);
-        reinterpret_cast<Bf16x8*>(o)[i] = ov;
-        if (two) {
-#pragma unroll
-          for (int j = 0; j < 8; ++j) ov.v[j] = gate_one(av2.v[j], gv2.v[j], table);
-          reinterpret_cast<Bf16x8*>(o2)[i] = ov;
-        }
+        reinterpret_cast<Bf16x8*>(o)[i] = gate_vector(av, gv, table);
+        if (two) reinterpret_cast<Bf16x8*>(o2)[i] = gate_vector(av2, gv2, table);
       }
       tail_begin = nvec * 8;
     }
@@ -111,10 +112,7 @@ __global__ void HY4_LAUNCH_BOUNDS(GatePlan::kSliceThreads) gate_decode_kernel(
   for (int64_t i = first; i < nvec; i += step) {
     const Bf16x8 av = reinterpret_cast<const Bf16x8*>(a)[i];
     const Bf16x8 gv = reinterpret_cast<const Bf16x8*>(g)[i];
-    Bf16x8 ov;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) ov.v[j] = gate_one(av.v[j], gv.v[j], table);
-    reinterpret_cast<Bf16x8*>(o)[i] = ov;
+    reinterpret_cast<Bf16x8*>(o)[i] = gate_vector(av, gv, table);
   }
   for (int64_t i = nvec * 8 + first; i < width; i += step) o[i] = gate_one(a[i], g[i], table);
 }
