@@ -26,7 +26,9 @@ Run on the GPU machine (one device call, the folder carried):
 
     python3 ci/bench_variants.py --run out/v [--rounds 2] [--launches 100] [--replays 10]
 
-runs base and every variant's binary in turn, --rounds times interleaved (base, v1, v2, ...,
+(or --run out/v.tar.xz, written by --build --pack: the binaries are near-identical, ~2.5 MB
+each and ~0.15 MB each packed, and a device call carries 64 MiB in all) runs base and every
+variant's binary in turn, --rounds times interleaved (base, v1, v2, ...,
 base, v1, ...), each with --ops of that variant, and prints per op a table of median us per
 launch (the median over rounds; the spread of the rounds beside it when it passes 0.05 us)
 for every T, base first, and the ratio to base at each T.  --json FILE keeps it.
@@ -59,6 +61,8 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -269,11 +273,27 @@ def build_all(a, variants):
     with open(index, "w") as f:
         json.dump(made, f, indent=1)
     print(f"bench_variants: {len(made)} binaries in {out} (variants.json says what each is)")
+    if a.pack:
+        # near-identical binaries: ~2.5 MB each, ~0.15 MB each packed (a device call carries
+        # 64 MiB in all, build/cuda included)
+        with tarfile.open(out + ".tar.xz", "w:xz") as tf:
+            tf.add(out, arcname=os.path.basename(out))
+        print(f"bench_variants: packed into {out}.tar.xz ({os.path.getsize(out + '.tar.xz') / 1e6:.1f} MB): "
+              f"carry it and run --run {os.path.relpath(out, ROOT)}.tar.xz")
     return status
 
 
 def run_all(a):
     folder = os.path.abspath(a.run)
+    if folder.endswith(".tar.xz") and os.path.isfile(folder):  # made by --build --pack
+        unpack = tempfile.mkdtemp(prefix="hy4-variants-")
+        with tarfile.open(folder, "r:xz") as tf:
+            names = tf.getnames()
+            top = {n.split("/")[0] for n in names}
+            if len(top) != 1 or any(n.startswith("/") or ".." in n.split("/") for n in names):
+                fail(f"--run {a.run}: not an archive made by --build --pack (one folder, relative paths)")
+            tf.extractall(unpack)
+        folder = os.path.join(unpack, top.pop())
     try:
         made = json.load(open(os.path.join(folder, "variants.json")))
     except (OSError, ValueError) as e:
@@ -360,6 +380,7 @@ def main():
     g.add_argument("--run", metavar="DIR", help="time the binaries of DIR (on the GPU machine)")
     ap.add_argument("--work", default="/tmp/hy4-variants", help="scratch copy of the tree for --build")
     ap.add_argument("--test", action="store_true", help="--build: run each candidate's ops' tests on the cpu preset")
+    ap.add_argument("--pack", action="store_true", help="--build: also write OUT.tar.xz (what a device call carries)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--launches", type=int, default=100)
     ap.add_argument("--replays", type=int, default=10)

@@ -4,7 +4,8 @@
 # 1. ctest with HY4_REQUIRE_GPU=1 (a missing GPU fails, it does not skip)
 # 2. compute-sanitizer memcheck, racecheck, initcheck on every op's tests
 # 3. the conformance run, the benchmark (beside peers.py when HY4_PEERS names it), and the
-#    eager-PyTorch comparison (if torch is there)
+#    eager-PyTorch comparison (if torch is there); with HY4_VARIANTS=out/v.tar.xz also the
+#    benchmark's one-change variants (ci/bench_variants.py --run)
 # Results also go to $OUT (or ./gpu-results) as logs.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -48,6 +49,11 @@ if [ -n "${HY4_PEERS:-}" ] && [ -f "$HY4_PEERS" ]; then
     echo "WARNING: peers.py exited $? (see above); hy4-bench's rows and the peers printed before it are complete"
 else
   step "benchmark" "$build/bench/hy4-bench" --json "$out/bench.json"
+fi
+if [ -n "${HY4_VARIANTS:-}" ]; then
+  # one-change variants built on the build machine (ci/bench_variants.py --build ... --pack)
+  step "hy4-bench variants beside their base (ci/variants.txt)" python3 "$root/ci/bench_variants.py" \
+    --run "$HY4_VARIANTS" --rounds "${HY4_VARIANT_ROUNDS:-2}" --json "$out/variants.json"
 fi
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   step "gate vs eager PyTorch" python3 "$root/ci/torch_gate_compare.py" "$build" 8192 2048 7

@@ -75,7 +75,10 @@ SinkCase make_sink_case(uint64_t seed, const SinkShape& shape) {
   for (int64_t t = 0; t < T; ++t) {
     SinkValues mode = shape.values;
     if (mode == SinkValues::Mixed) mode = static_cast<SinkValues>(rng() % 4);
-    len[t] = mode == SinkValues::Empty ? 0 : (rng() % 4 == 0 ? 0 : static_cast<int32_t>(1 + rng() % 9));
+    // Empty rows: zero-length, or (every third token) a decreasing pair, which sink.h
+    // also counts as empty (no extra draw, so the other tokens' values stay as they were).
+    len[t] = mode == SinkValues::Empty ? (t % 3 == 1 ? -static_cast<int32_t>(1 + t % 5) : 0)
+                                       : (rng() % 4 == 0 ? 0 : static_cast<int32_t>(1 + rng() % 9));
     for (int64_t h = 0; h < H; ++h) {
       uint32_t& l = c.lse[shape.lse_offset + t * c.lse_ts() + h * c.lse_hs()];
       if (mode == SinkValues::Specials && rng() % 3 == 0) l = f32_bits(special_lse(rng));
@@ -118,7 +121,8 @@ SinkCase make_sink_case(uint64_t seed, const SinkShape& shape) {
 //   tokens per block P    1 below 2048 tokens, then T / 1024 up to 4; T % P != 0 leaves a
 //                         short last set: EveryTokensPerBlockSplitBothSides
 //   grid cap              SinkPlan::kMaxGrid blocks of P tokens: RowsPastTheGridCap
-//   empty | active row    kv length 0 | > 0, +-inf lse, NaN lse, -inf / +inf / NaN sink
+//   empty | active row    kv length 0 | < 0 (decreasing pair) | > 0, +-inf lse, NaN lse, -inf / +inf /
+//                         NaN sink
 //   out dtype             bf16 | fp32
 SinkCase random_sink_case(uint64_t seed, int64_t max_T) {
   std::mt19937_64 rng(seed ^ 0x51c4ULL);

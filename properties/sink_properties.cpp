@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "device_buffer.h"
 #include "numerics.h"
@@ -336,16 +337,20 @@ TEST(SinkProperties, EveryUnitSlotOfAThreadAtFourTokensPerBlock) {
 
 // Tokens past the grid cap (SinkPlan::kMaxGrid blocks of kMaxTokensPerBlock tokens) are
 // reached only through the grid-stride loop: H = 1, D = 1 keeps it cheap; D = 8 takes the
-// vector path there.
+// vector path there.  H = 8, D = 8: block 0 takes a second set, and its scalar phase (24
+// (token, head) slots, threads 0..23) must wait for threads 0..7 to scale the first set's
+// 32 slots (the barrier between sets); with H = 1 one thread both reads and writes almost
+// every slot, so a missing barrier showed only in some fiber orders.
 TEST(SinkProperties, RowsPastTheGridCapAreWritten) {
   HY4_REQUIRE_DEVICE();
-  for (int64_t D : {1, 8}) {
+  for (auto [H, D] : {std::pair<int64_t, int64_t>{1, 1}, {1, 8}, {8, 8}}) {
     SinkShape sh;
     sh.T = SinkPlan::kMaxGrid * SinkPlan::kMaxTokensPerBlock + 3;
-    sh.H = 1;
+    sh.H = H;
     sh.D = D;
     sh.values = SinkValues::Mixed;
-    EXPECT_TRUE(sink_case_passes(make_sink_case(0x9c2 + D, sh), "sink.RowsPastTheGridCap.D" + std::to_string(D)));
+    EXPECT_TRUE(sink_case_passes(make_sink_case(0x9c2 + (H - 1) * 16 + D, sh),
+                                 "sink.RowsPastTheGridCap.H" + std::to_string(H) + "D" + std::to_string(D)));
   }
 }
 
