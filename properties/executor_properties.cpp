@@ -1,7 +1,8 @@
 // executor_properties.cpp: the CPU SIMT executor behaves like a GPU where it matters
 // (cpu backend only).  Barriers and warp collectives at warp 32 and 64, shared memory
 // that starts as garbage, faults for a barrier or collective that not every thread
-// reaches and for reads of unwritten shared memory, misaligned vector accesses, blocks
+// reaches and for reads of unwritten shared memory (also behind warp collectives: a warp
+// may race ahead of the others), misaligned vector accesses, blocks
 // in an order other than launch order, launches frozen by value in graphs.
 #include <gtest/gtest.h>
 
@@ -47,6 +48,19 @@ __global__ void missing_barrier_kernel(const int* in, int* out) {
   const int t = threadIdx.x;
   buf[t] = in[t];
   out[blockIdx.x * 256 + t] = buf[255 - t];  // no __syncthreads: a race on a GPU
+}
+
+// Every thread zeroes one counter of another warp's row (as a histogram is zeroed by the
+// whole block), then - with no barrier - each warp's lane 0 counts into its own row after a
+// warp collective.  On a GPU one warp may get there before the others have zeroed its row.
+__global__ void missing_barrier_after_collective_kernel(int* out) {
+  HY4_SHARED(int, count, 256);
+  const int t = threadIdx.x, ws = hy4::dev::warp_size();
+  count[(t + ws) % 256] = 0;
+  const uint64_t all = hy4::dev::ballot(true);  // a warp collective, not a barrier
+  if (hy4::dev::lane_id() == 0) count[t] += static_cast<int>(__builtin_popcountll(all));
+  __syncthreads();
+  out[blockIdx.x * 256 + t] = count[t];
 }
 
 __global__ void uninit_shared_kernel(int* out) {
@@ -152,6 +166,17 @@ TEST_P(Executor, MissingBarrierIsReportedAsUnwrittenSharedRead) {
   ScopedStream s;
   const std::string f = fault_of(
       [&] { HY4_LAUNCH(missing_barrier_kernel, dim3(16), dim3(256), s.get(), din.get(), dout.get()); });
+  EXPECT_NE(f.find("which no thread of the block has written"), std::string::npos) << f;
+}
+
+// The same race behind warp collectives: a round-robin schedule lets every thread zero its
+// counter before any warp passes its ballot; the warp-greedy one (half the blocks) runs one
+// warp through its ballot before the other warps have started.
+TEST_P(Executor, MissingBarrierBehindAWarpCollectiveIsReported) {
+  DeviceBuffer<int> dout(16 * 256);
+  ScopedStream s;
+  const std::string f = fault_of(
+      [&] { HY4_LAUNCH(missing_barrier_after_collective_kernel, dim3(16), dim3(256), s.get(), dout.get()); });
   EXPECT_NE(f.find("which no thread of the block has written"), std::string::npos) << f;
 }
 

@@ -1,9 +1,10 @@
 // simt.h: the kernel-side face of the CPU SIMT executor (HY4_BACKEND_CPU only).
 //
 // Every GPU thread of a block is a fiber; the block's fibers run on one OS thread,
-// blocks run in a shuffled order on a pool of OS threads.  A fiber runs until it
-// reaches a barrier or a warp collective; a barrier releases when every thread of
-// the block stands at it, a collective when every lane of the warp does.  Anything
+// blocks run in a shuffled order on a pool of OS threads (a block's fibers round-robin,
+// or warp by warp: its seed picks).  A fiber runs until it reaches a barrier or a warp
+// collective; a barrier releases when every thread of the block stands at it, a
+// collective when every lane of the warp does.  Anything
 // else (a thread that exits while others wait, lanes at different collectives) is a
 // KernelFault naming the kernel, block, threads and site.  Shared memory is poisoned
 // with garbage at each block start, and a read of an element no thread has written is

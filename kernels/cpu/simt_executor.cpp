@@ -2,7 +2,7 @@
 //
 // Scheduling: a launch's blocks are shuffled (seeded per launch) and taken by a pool
 // of OS threads; a block's threads are fibers on one OS thread, resumed in a
-// shuffled round-robin.  A fiber runs until it reaches __syncthreads, a warp
+// shuffled round-robin or warp by warp (each block's seed picks; see run_block).  A fiber runs until it reaches __syncthreads, a warp
 // collective, or its end.  When no fiber of a block can run and not all are done,
 // the block is deadlocked: the fault names who waits where and who is missing.
 // ASan is told about every stack switch (__sanitizer_start/finish_switch_fiber).
@@ -507,21 +507,54 @@ void run_block(LaunchState& L, uint64_t block_linear) {
     f.idx.gridDim = L.grid;
     make_context(f.ctx, f.stack->usable, f.stack->size, fiber_entry);
   }
+  // Two schedules, chosen per block by its seed (a launch of several blocks has both):
+  //  - round-robin: every round resumes each runnable fiber once, in one shuffled order of
+  //    the block's threads, so warps interleave finely between barriers;
+  //  - warp-greedy: every round takes the warps in a shuffled order and runs one warp's
+  //    lanes (round-robin among themselves, through its collectives) until each of them
+  //    stands at the barrier or is done, before the next warp starts: one warp races
+  //    ahead of the others, as one may on a GPU.  Round-robin lets every thread finish its
+  //    part of a phase before any warp gets far; warp-greedy lets a warp read what another
+  //    warp has not written yet (a histogram row zeroed by other warps, with no barrier
+  //    between the zeroing and the counting, showed up only here).
+  const bool greedy = (b.rng() & 1) != 0;
   std::vector<int> order(b.nthreads);
   for (int i = 0; i < b.nthreads; ++i) order[i] = i;
   std::shuffle(order.begin(), order.end(), b.rng);
+  std::vector<int> warp_order(nwarps);
+  for (int i = 0; i < nwarps; ++i) warp_order[i] = i;
+  std::vector<std::vector<int>> lanes_of(nwarps);  // each warp's threads, in the shuffled order
+  for (int i : order) lanes_of[i / ws].push_back(i);
 
+  // Resumes fiber i if it can run; releases the barrier when the last thread arrives.
+  auto step = [&](int i) {
+    Fiber& f = w.fibers[i];
+    if (f.state != FState::Runnable) return false;
+    run_fiber(f);
+    if (!b.abandoned && f.state == FState::AtBarrier && b.barrier_arrivals == b.nthreads) {
+      for (int j = 0; j < b.nthreads; ++j) w.fibers[j].state = FState::Runnable;
+      b.barrier_arrivals = 0;
+    }
+    return true;
+  };
   for (;;) {
     bool ran = false;
-    for (int i : order) {
-      Fiber& f = w.fibers[i];
-      if (f.state != FState::Runnable) continue;
-      run_fiber(f);
-      ran = true;
-      if (b.abandoned) break;
-      if (f.state == FState::AtBarrier && b.barrier_arrivals == b.nthreads) {
-        for (int j = 0; j < b.nthreads; ++j) w.fibers[j].state = FState::Runnable;
-        b.barrier_arrivals = 0;
+    if (greedy) {
+      std::shuffle(warp_order.begin(), warp_order.end(), b.rng);
+      for (int wi : warp_order) {
+        for (bool progress = true; progress && !b.abandoned;) {
+          progress = false;
+          for (int i : lanes_of[wi]) {
+            if (step(i)) ran = progress = true;
+            if (b.abandoned) break;
+          }
+        }
+        if (b.abandoned) break;
+      }
+    } else {
+      for (int i : order) {
+        if (step(i)) ran = true;
+        if (b.abandoned) break;
       }
     }
     if (b.abandoned) break;
