@@ -311,18 +311,22 @@ def run_all(a):
     # base times every op a variant times (all of them with no variant left)
     ops_of["base"] = ",".join(o for o in OPS if o in want_ops and (len(names) == 1 or any(
         o in ops_of[n].split(",") for n in names[1:])))
+    scratch = tempfile.mkdtemp(prefix="hy4-variant-rounds-")  # the binaries' own JSON rows
     times = {}  # (name, op, T) -> [us per round]
     copy = []
     status = 0
     for rnd in range(a.rounds):
         for n in names:
             exe = os.path.join(folder, f"hy4-bench-{n}")
-            jpath = os.path.join(folder, f".round{rnd}-{n}.json")
+            jpath = os.path.join(scratch, f"round{rnd}-{n}.json")
             cmd = [exe, "--ops", ops_of[n], "--launches", str(a.launches), "--replays", str(a.replays),
                    "--json", jpath]
             if a.tokens:
                 cmd += ["--tokens", a.tokens]
             r = run(cmd)
+            if r.returncode == 3:  # hy4-bench: no device of its backend; every binary would say the same
+                print(f"bench_variants: no GPU: {n} says {(r.stdout + r.stderr).strip()[-300:]}")
+                return 1
             if r.returncode != 0:
                 print(f"bench_variants: {n} (round {rnd + 1}) exited {r.returncode}:\n{(r.stdout + r.stderr)[-800:]}")
                 status = 1
