@@ -2,8 +2,8 @@
 //
 // Scheduling: a launch's blocks are shuffled (seeded per launch) and taken by a pool
 // of OS threads; a block's threads are fibers on one OS thread, resumed in a
-// shuffled round-robin or warp by warp (each block's seed picks; see run_block).  A fiber runs until it reaches __syncthreads, a warp
-// collective, or its end.  When no fiber of a block can run and not all are done,
+// shuffled round-robin or warp by warp (each block's seed picks; see run_block).  A
+// fiber runs until it reaches __syncthreads, a warp collective, or its end.  When no fiber of a block can run and not all are done,
 // the block is deadlocked: the fault names who waits where and who is missing.
 // ASan is told about every stack switch (__sanitizer_start/finish_switch_fiber).
 // The switch itself (x86-64) saves the callee-saved registers and the stack pointer
