@@ -66,7 +66,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import plant_campaign  # noqa: E402  (sync_tree, apply: the same scratch-copy mechanics)
+import plant_campaign  # noqa: E402  (sync_tree, apply, select: the same scratch-copy mechanics)
 
 ROOT = plant_campaign.ROOT
 OPS = ("gate", "sink", "topk", "routing")
@@ -399,12 +399,9 @@ def main():
             fail(f"--ops {a.ops!r}: each must be one of {', '.join(OPS)}")
         return run_all(a)
     variants = parse(a.list_file)
-    if a.only:
-        want = set(a.only.split(","))
-        unknown = want - {v["variant"] for v in variants}
-        if unknown:
-            fail(f"--only names no variant: {', '.join(sorted(unknown))}")
-        variants = [v for v in variants if v["variant"] in want]
+    variants, unknown = plant_campaign.select(variants, "variant", a.only)
+    if unknown:
+        fail(f"--only names no variant: {', '.join(sorted(unknown))}")
     if a.list:
         for v in variants:
             print(f"{v['variant']:44s} {v['kind']:9s} {v['ops']:12s} {v.get('why', '')}")

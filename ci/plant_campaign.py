@@ -83,6 +83,15 @@ def parse(path):
     return plants
 
 
+def select(items, key, only):
+    """The items whose `key` is named in only (comma-separated; empty: all), and the names
+    that match none (for the caller's error)."""
+    if not only:
+        return items, set()
+    want = set(only.split(","))
+    return [i for i in items if i[key] in want], want - {i[key] for i in items}
+
+
 def sync_tree(work):
     """Copies the tracked files of the working tree into work, leaving unchanged ones alone."""
     files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout.split(b"\0")
@@ -117,12 +126,9 @@ def main():
     ap.add_argument("--check", action="store_true", help="check that every plant applies, run none")
     a = ap.parse_args()
     plants = parse(a.plants)
-    if a.only:
-        want = set(a.only.split(","))
-        unknown = want - {p["plant"] for p in plants}
-        if unknown:
-            fail(f"--only names no plant: {', '.join(sorted(unknown))}")
-        plants = [p for p in plants if p["plant"] in want]
+    plants, unknown = select(plants, "plant", a.only)
+    if unknown:
+        fail(f"--only names no plant: {', '.join(sorted(unknown))}")
     if a.list:
         for p in plants:
             print(f"{p['plant']:40s} {p['label']:8s} {p['file']}")
