@@ -6,6 +6,8 @@
 #include <sstream>
 #include <sys/stat.h>
 
+#include "platform/runtime.h"
+
 namespace hy4::harness {
 
 int64_t CaseFile::get(const std::string& name) const {
@@ -174,7 +176,12 @@ std::string save_failed_case(const CaseFile& c, const std::string& stem) {
   ::mkdir(dir.c_str(), 0755);
   const std::string path = dir + "/" + stem + ".case";
   try {
-    c.write(path);
+    CaseFile keep = c;
+    // The CPU executor's scheduling seed: with the case's own seed it fixes every block's
+    // thread order (hy4::rt::begin_case_schedule), and replay_case runs under it again.
+    if (hy4::rt::backend() == hy4::rt::Backend::Cpu && !keep.ints.count("sched_seed"))
+      keep.ints["sched_seed"] = static_cast<int64_t>(hy4::rt::schedule_seed());
+    keep.write(path);
   } catch (const CaseFileError&) {
     return "";
   }

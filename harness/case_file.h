@@ -64,7 +64,9 @@ class CaseFile {
 
 // Directory failing cases are written to: $HY4_CASE_DIR, else ./hy4-failed-cases.
 std::string failed_case_dir();
-// Writes the case as <dir>/<stem>.case and returns the path ("" if it could not).
+// Writes the case as <dir>/<stem>.case and returns the path ("" if it could not).  On
+// the CPU backend it adds `int sched_seed` (the executor's scheduling seed) unless the
+// case has one: replay_case runs under it again.
 std::string save_failed_case(const CaseFile& c, const std::string& stem);
 
 // A fuzzer's differential check failed: writes the case as <op>_fuzzer.<seed>.case

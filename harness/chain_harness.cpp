@@ -110,6 +110,7 @@ std::vector<ChainRun> run_topk_routing_chain(uint64_t seed, int64_t T, int repla
     ChainRun r;
     r.topk = chain_topk_case(seed + 1 + k, T, n);
     upload(r.topk);
+    hy4::rt::begin_case_schedule(r.topk.seed);  // each replay's own schedule on the CPU executor
     graph.replay();
     std::vector<float> wf;
     std::vector<int32_t> ii;

@@ -150,6 +150,7 @@ std::vector<uint16_t> run_gate_eager(const GateCase& c, hy4::rt::Stream s) {
   GatePlan plan(b.args);
   const KeepCaseOnFault keep([&] { return gate_to_file(c); }, false);
   b.upload(c, s);
+  hy4::rt::begin_case_schedule(c.seed);  // the CPU executor: the same schedule whenever this case runs
   plan.launch(s);
   return b.download(c, s);
 }
@@ -289,6 +290,7 @@ std::vector<std::vector<uint16_t>> run_gate_replays(const GateCase& capture, con
     if (!current.shape.in_place)
       for (auto& o : current.out_init) o = static_cast<uint16_t>(0xFFC0 | (rng() & 0x3F));  // poison
     b.upload(current, s);
+    hy4::rt::begin_case_schedule(current.seed);  // as in run_gate_eager: the replayed case's own schedule
     graph.replay();
     outs.push_back(b.download(current, s));
     if (as_run) as_run->push_back(current);

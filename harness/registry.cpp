@@ -13,7 +13,19 @@ const std::vector<std::string>& harnessed_ops() {
   return ops;
 }
 
+namespace {
+// The file's CPU scheduling seed for the length of one replay (save_failed_case wrote it).
+struct ScheduleSeedOfFile {
+  uint64_t saved = hy4::rt::schedule_seed();
+  explicit ScheduleSeedOfFile(const CaseFile& f) {
+    if (f.ints.count("sched_seed")) hy4::rt::set_schedule_seed(static_cast<uint64_t>(f.ints.at("sched_seed")));
+  }
+  ~ScheduleSeedOfFile() { hy4::rt::set_schedule_seed(saved); }
+};
+}  // namespace
+
 Verdict replay_case(const CaseFile& f, hy4::rt::Stream s, bool graph) {
+  const ScheduleSeedOfFile schedule(f);
   if (f.op == "chain") return replay_chain_file(f, s);  // always a captured graph
   if (f.op == "gate") {
     const GateCase c = gate_from_file(f);
@@ -55,6 +67,7 @@ CaseFile expand_case(const CaseFile& f) {
   else if (f.op == "chain") return f;  // a chain file is its seed
   else throw CaseFileError("case file holds unknown op '" + f.op + "'");
   for (const auto& [k, v] : f.text) out.text[k] = v;
+  if (f.ints.count("sched_seed")) out.ints["sched_seed"] = f.ints.at("sched_seed");
   return out;
 }
 

@@ -15,7 +15,10 @@ namespace hy4::harness {
 const std::vector<std::string>& harnessed_ops();
 
 // Runs the case on the current backend, eagerly or (graph = true) captured once and
-// replayed, and checks it.  Throws CaseFileError for an unknown op or a bad file.
+// replayed, and checks it.  Throws CaseFileError for an unknown op or a bad file.  On the
+// CPU executor it runs under the file's `int sched_seed` (save_failed_case writes it) and
+// the case's seed (the harness's begin_case_schedule key), so each block runs in the
+// thread order it ran in when the case failed: a race inside a block replays exactly.
 Verdict replay_case(const CaseFile& c, hy4::rt::Stream s, bool graph);
 
 // The case as the op's harness reads it, written out whole (a generated file gets its

@@ -257,6 +257,7 @@ RoutingOutput run_routing_eager(const RoutingCase& c, hy4::rt::Stream s) {
   RoutingPlan plan(b.args);
   const KeepCaseOnFault keep([&] { return routing_to_file(c); }, false);
   b.upload(c, s);
+  hy4::rt::begin_case_schedule(c.seed);  // the CPU executor: the same schedule whenever this case runs
   plan.launch(s);
   return b.download(s);
 }
@@ -369,6 +370,7 @@ std::vector<RoutingOutput> run_routing_replays(const RoutingCase& capture, const
         d.mask.size() != capture.mask.size() || d.moe_out.size() != capture.moe_out.size())
       throw std::invalid_argument("run_routing_replays: a data case has another shape than the capture");
     b.upload(d, s);  // new inputs and row count in the same buffers, outputs poisoned
+    hy4::rt::begin_case_schedule(d.seed);  // as in run_routing_eager: the replayed case's own schedule
     graph.replay();
     outs.push_back(b.download(s));
     if (as_run) as_run->push_back(d);

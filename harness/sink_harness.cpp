@@ -296,6 +296,7 @@ SinkOutput run_sink_eager(const SinkCase& c, hy4::rt::Stream s) {
   SinkPlan plan(b.args);
   const KeepCaseOnFault keep([&] { return sink_to_file(c); }, false);
   b.upload(c, s);
+  hy4::rt::begin_case_schedule(c.seed);  // the CPU executor: the same schedule whenever this case runs
   plan.launch(s);
   return b.download(s);
 }
@@ -512,6 +513,7 @@ std::vector<SinkOutput> run_sink_replays(const SinkCase& capture, const std::vec
         }
     }
     b.upload(cur, s);
+    hy4::rt::begin_case_schedule(cur.seed);  // as in run_sink_eager: the replayed case's own schedule
     graph.replay();
     outs.push_back(b.download(s));
     previous = outs.back().out;

@@ -253,6 +253,7 @@ TopkOutput run_topk_eager(const TopkCase& c, hy4::rt::Stream s) {
   TopkPlan plan(b.args);
   const KeepCaseOnFault keep([&] { return topk_to_file(c); }, false);
   b.upload(c, s);
+  hy4::rt::begin_case_schedule(c.seed);  // the CPU executor: the same schedule whenever this case runs
   plan.launch(s);
   return b.download(s);
 }
@@ -459,6 +460,7 @@ std::vector<TopkOutput> run_topk_replays(const TopkCase& capture, const std::vec
     for (auto& w : current.weights_init) w = 0x7fbad000u | static_cast<uint32_t>(rng() & 0xFFF);
     for (auto& i : current.ids_init) i = 0xdead0000u | static_cast<uint32_t>(rng() & 0xFFFF);
     b.upload(current, s);
+    hy4::rt::begin_case_schedule(current.seed);  // as in run_topk_eager: the replayed case's own schedule
     graph.replay();
     outs.push_back(b.download(s));
     if (as_run) as_run->push_back(current);

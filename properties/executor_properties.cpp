@@ -15,6 +15,7 @@
 
 #include "device_buffer.h"
 #include "fault_case.h"
+#include "registry.h"
 #include "platform/hy4_platform.h"
 #include "support/suite.h"
 
@@ -100,6 +101,13 @@ __global__ void vector_copy_kernel(const float* in, int in_offset, float* out, i
 // Each block takes the next ticket: order[ticket] = linear block index.
 __global__ void block_order_kernel(int* counter, int* order) {
   if (threadIdx.x == 0) order[__atomic_fetch_add(counter, 1, __ATOMIC_SEQ_CST)] = static_cast<int>(blockIdx.x);
+}
+
+// Each thread takes a ticket from its block's counter as it starts: out holds the order
+// in which the executor ran the block's threads.
+__global__ void thread_order_kernel(int* counters, int* out) {
+  const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  out[t] = __atomic_fetch_add(&counters[blockIdx.x], 1, __ATOMIC_SEQ_CST);
 }
 
 // Thread i writes out[i]: launched with more threads than out has elements, it writes
@@ -382,6 +390,55 @@ TEST_P(Executor, MisalignedVectorAccessIsReportedAsAGpuWould) {
     EXPECT_NE(f.find("is not aligned to " + std::to_string(b.bytes) + " bytes"), std::string::npos) << f;
     EXPECT_NE(f.find("vector_copy_kernel"), std::string::npos) << "the fault names the kernel: " << f;
   }
+}
+
+// A case's launches are scheduled from its own key (the harness passes the case's seed),
+// whatever ran before: the thread order inside every block comes back when the case runs
+// again, so a race a case file caught replays exactly; another key, another order.
+TEST_P(Executor, ACaseScheduleReplaysTheSameThreadOrder) {
+  const int blocks = 8, threads = 128;
+  ScopedStream s;
+  auto run_case = [&](uint64_t key, int launches_before) {
+    DeviceBuffer<int> counters(blocks), out(blocks * threads);
+    for (int i = 0; i < launches_before; ++i)  // unrelated launches move the process's counter
+      HY4_LAUNCH(thread_order_kernel, dim3(blocks), dim3(threads), s.get(), counters.get(), out.get());
+    counters.upload(std::vector<int>(blocks, 0), s);
+    hy4::rt::begin_case_schedule(key);
+    HY4_LAUNCH(thread_order_kernel, dim3(blocks), dim3(threads), s.get(), counters.get(), out.get());
+    std::vector<int> o;
+    out.download(o, s);
+    hy4::rt::synchronize(s);
+    return o;
+  };
+  const std::vector<int> a = run_case(42, 0), again = run_case(42, 3), other = run_case(43, 0);
+  std::vector<int> launch_order(threads);
+  for (int i = 0; i < threads; ++i) launch_order[i] = i;
+  EXPECT_NE(std::vector<int>(a.begin(), a.begin() + threads), launch_order) << "threads ran in index order";
+  EXPECT_EQ(a, again) << "the same case key after other launches gave another thread order";
+  EXPECT_NE(a, other) << "another case key gave the same thread order in every block";
+}
+
+// A failing case's file carries the scheduling seed, and replaying a file runs under the
+// file's seed for that replay only.
+TEST_P(Executor, CaseFilesCarryTheSchedulingSeed) {
+  const std::string dir = ::testing::TempDir() + "hy4-sched-seed";
+  const char* old_dir = std::getenv("HY4_CASE_DIR");
+  const std::string saved_dir = old_dir ? old_dir : "";
+  ::setenv("HY4_CASE_DIR", dir.c_str(), 1);
+  const uint64_t seed = hy4::rt::schedule_seed();
+  hy4::harness::CaseFile c;
+  c.op = "gate";
+  c.ints = {{"seed", 5}, {"T", 2}, {"W", 24}};
+  const std::string path = hy4::harness::save_failed_case(c, "sched_seed_probe");
+  if (old_dir) ::setenv("HY4_CASE_DIR", saved_dir.c_str(), 1); else ::unsetenv("HY4_CASE_DIR");
+  ASSERT_FALSE(path.empty());
+  hy4::harness::CaseFile back = hy4::harness::CaseFile::read(path);
+  ASSERT_EQ(back.ints.count("sched_seed"), 1u) << path;
+  EXPECT_EQ(static_cast<uint64_t>(back.ints.at("sched_seed")), seed);
+  back.ints["sched_seed"] = 12345;
+  ScopedStream s;
+  EXPECT_TRUE(hy4::harness::replay_case(back, s.get(), false).ok());
+  EXPECT_EQ(hy4::rt::schedule_seed(), seed) << "replay_case left the file's scheduling seed behind";
 }
 
 // Blocks run in an order that is not the launch order, and the order follows the

@@ -9,6 +9,12 @@ int warp_size();
 // 0x5eed).  Every launch mixes in its own launch number, so launches differ too.
 void set_sched_seed(unsigned long long seed);
 unsigned long long sched_seed();
+// Starts a case's schedule: the launches after this call, numbered 0, 1, ... from it, are
+// scheduled from (sched_seed(), key, their number), whatever the process ran before.  A
+// case run twice under its own key runs each block with the same thread order, schedule
+// and shared-memory garbage, so a race inside a block replays exactly from the case file.
+// (Which pool thread runs which block, and so the timing between blocks, still varies.)
+void begin_case_schedule(unsigned long long key);
 // Called once, from the fault reporter, when a kernel thread touches unmapped memory
 // (SIGSEGV / SIGBUS: the process is about to end), after the line naming the kernel,
 // block and thread; under ASan, from ASan's death callback.  nullptr: none.

@@ -132,7 +132,8 @@ std::atomic<int> g_warp_size{[] {
   return (w == 32 || w == 64) ? w : 64;
 }()};
 
-std::atomic<uint64_t> g_launch_counter{0};
+std::atomic<uint64_t> g_launch_counter{0};  // launches since the process began or begin_case_schedule
+std::atomic<uint64_t> g_case_key{0};        // begin_case_schedule's key, mixed (0 before any)
 std::atomic<uint64_t> g_sched_seed{[] {
   const char* e = std::getenv("HY4_CPU_SCHED_SEED");
   return e ? std::strtoull(e, nullptr, 0) : 0x5eedULL;
@@ -656,6 +657,14 @@ void set_fault_hook(void (*hook)()) {
 #endif
 }
 unsigned long long sched_seed() { return g_sched_seed.load(); }
+void begin_case_schedule(unsigned long long key) {
+  std::lock_guard<std::mutex> guard(g_launch_mu);  // not between a launch's counter draw and its seed
+  uint64_t z = key + 0x9E3779B97F4A7C15ULL;       // splitmix64's finalizer: nearby keys, unrelated schedules
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  g_case_key = z ^ (z >> 31);
+  g_launch_counter = 0;
+}
 
 namespace {
 [[gnu::noinline, gnu::cold]] void fault_misaligned(const void* addr, std::size_t bytes, const char* type,
@@ -758,7 +767,7 @@ void execute_launch(const char* name, dim3 grid, dim3 block, std::function<void(
   L.block = block;
   L.body = &body;
   L.warp = g_warp_size.load();
-  L.seed = sched_base_seed() ^ (g_launch_counter.fetch_add(1) * 0xD1B54A32D192ED03ULL);
+  L.seed = sched_base_seed() ^ g_case_key.load() ^ (g_launch_counter.fetch_add(1) * 0xD1B54A32D192ED03ULL);
   const uint64_t nblocks = uint64_t(grid.x) * grid.y * grid.z;
   std::vector<uint64_t> perm(nblocks);
   for (uint64_t i = 0; i < nblocks; ++i) perm[i] = i;

@@ -41,6 +41,15 @@ int warp_size();
 std::vector<int> supported_warp_sizes();
 void set_warp_size(int w);
 
+// The CPU executor's block and thread scheduling (kernels/cpu/executor_control.h).  A GPU
+// has none to set: there begin_case_schedule and set_schedule_seed do nothing and
+// schedule_seed() is 0.  begin_case_schedule(key): the launches after it are scheduled
+// from (schedule_seed(), key, their number since the call), so a case run under its own
+// key (the harness uses its seed) schedules every block the same way each time it runs.
+void begin_case_schedule(uint64_t key);
+uint64_t schedule_seed();
+void set_schedule_seed(uint64_t seed);
+
 struct Stream {
   void* handle = nullptr;
 };

@@ -122,6 +122,9 @@ void set_warp_size(int w) {
     throw RuntimeError("set_warp_size(" + std::to_string(w) + "): this device runs warp " + std::to_string(warp_size()) + " only");
 }
 
+void begin_case_schedule(uint64_t) {}  // a GPU's scheduling is its own
+uint64_t schedule_seed() { return 0; }
+void set_schedule_seed(uint64_t) {}
 void set_fault_hook(void (*)()) {}  // GPU faults come back as errors of the next synchronizing call
 
 Stream create_stream() {
