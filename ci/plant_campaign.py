@@ -117,6 +117,53 @@ def apply(text, p):
     return text[:i] + p["new"] + text[i + len(p["old"]):]
 
 
+def prepare(work_arg):
+    """Syncs the scratch copy and builds its cpu preset, unplanted; returns the build folder."""
+    work = os.path.abspath(work_arg)
+    if work == ROOT or ROOT.startswith(work + os.sep):
+        fail(f"--work {work_arg}: must not be the repository or a folder above it")
+    sync_tree(work)
+    build = os.path.join(work, "build", "cpu")
+    if not os.path.exists(os.path.join(build, "CMakeCache.txt")):
+        print(f"plant_campaign: configuring and building the cpu preset in {work} (first run)", flush=True)
+        c = subprocess.run(["cmake", "--preset", "cpu"], cwd=work, capture_output=True, text=True)
+        if c.returncode != 0:
+            fail("cmake --preset cpu failed in the scratch copy:\n" + (c.stdout + c.stderr)[-1500:])
+    b = subprocess.run(["cmake", "--build", build, "-j2"], capture_output=True, text=True)
+    if b.returncode != 0:
+        fail("the unplanted tree does not build in the scratch copy:\n" + (b.stdout + b.stderr)[-1500:])
+    return build
+
+
+def try_plant(build, p, stop_on_failure=False, timeout=900):
+    """Applies plant p in the scratch copy that holds build, rebuilds, runs its label, and
+    puts the file back.  Returns (CAUGHT | MISSED | BUILD-FAILED, detail, seconds).
+    stop_on_failure: ctest stops at the first failing test (a sweep only needs one);
+    timeout: ctest's per-test limit in seconds (a plant that hangs a test is CAUGHT by it)."""
+    work = os.path.dirname(os.path.dirname(build))
+    path = os.path.join(work, p["file"])
+    original = open(path).read()
+    t0 = time.time()
+    try:
+        open(path, "w").write(apply(original, p))
+        b = subprocess.run(["cmake", "--build", build, "-j2"], capture_output=True, text=True)
+        if b.returncode != 0:
+            return "BUILD-FAILED", (b.stdout + b.stderr)[-800:], time.time() - t0
+        cmd = ["ctest", "--test-dir", build, "-j2", "-L", p["label"], "--timeout", str(timeout)]
+        # A sweep needs one failure, not its smallest form: rapidcheck does not shrink there.
+        env = dict(os.environ, RC_PARAMS="noshrink=1") if stop_on_failure else None
+        r = subprocess.run(cmd + (["--stop-on-failure"] if stop_on_failure else []), capture_output=True, text=True,
+                           env=env)
+        # ctest's closing list: "The following tests FAILED:" then "\t 10 - name (Failed)"
+        tail = r.stdout.split("The following tests FAILED:", 1)
+        failed = [l.strip() for l in tail[1].splitlines() if re.match(r"\s+\d+ - ", l)] if len(tail) > 1 else []
+        if not failed and r.returncode != 0:
+            failed = [f"ctest exit status {r.returncode}"]
+        return ("CAUGHT" if failed else "MISSED"), "; ".join(failed[:6]), time.time() - t0
+    finally:
+        open(path, "w").write(original)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--work", default="/tmp/hy4-plants", help="scratch copy of the tree (default /tmp/hy4-plants)")
@@ -145,42 +192,12 @@ def main():
     if a.check:
         print(f"plant_campaign: {len(plants)} plants apply")
         return 0
-    work = os.path.abspath(a.work)
-    if work == ROOT or ROOT.startswith(work + os.sep):
-        fail(f"--work {a.work}: must not be the repository or a folder above it")
-    sync_tree(work)
-    build = os.path.join(work, "build", "cpu")
-    if not os.path.exists(os.path.join(build, "CMakeCache.txt")):
-        print(f"plant_campaign: configuring and building the cpu preset in {work} (first run)", flush=True)
-        c = subprocess.run(["cmake", "--preset", "cpu"], cwd=work, capture_output=True, text=True)
-        if c.returncode != 0:
-            fail("cmake --preset cpu failed in the scratch copy:\n" + (c.stdout + c.stderr)[-1500:])
-    b = subprocess.run(["cmake", "--build", build, "-j2"], capture_output=True, text=True)
-    if b.returncode != 0:
-        fail("the unplanted tree does not build in the scratch copy:\n" + (b.stdout + b.stderr)[-1500:])
-
+    build = prepare(a.work)
     results = []
     for p in plants:
-        path = os.path.join(work, p["file"])
-        original = open(path).read()
-        try:
-            open(path, "w").write(apply(original, p))
-            t0 = time.time()
-            b = subprocess.run(["cmake", "--build", build, "-j2"], capture_output=True, text=True)
-            if b.returncode != 0:
-                verdict, detail = "BUILD-FAILED", (b.stdout + b.stderr)[-800:]
-            else:
-                r = subprocess.run(["ctest", "--test-dir", build, "-j2", "-L", p["label"], "--timeout", "900"],
-                                   capture_output=True, text=True)
-                # ctest's closing list: "The following tests FAILED:" then "\t 10 - name (Failed)"
-                tail = r.stdout.split("The following tests FAILED:", 1)
-                failed = [l.strip() for l in tail[1].splitlines() if re.match(r"\s+\d+ - ", l)] if len(tail) > 1 else []
-                verdict = "CAUGHT" if failed else "MISSED"
-                detail = "; ".join(failed[:6])
-            print(f"{verdict:12s} {p['plant']:40s} {time.time() - t0:5.0f} s  {detail}", flush=True)
-            results.append(verdict)
-        finally:
-            open(path, "w").write(original)
+        verdict, detail, seconds = try_plant(build, p)
+        print(f"{verdict:12s} {p['plant']:40s} {seconds:5.0f} s  {detail}", flush=True)
+        results.append(verdict)
     caught = results.count("CAUGHT")
     print(f"{caught} of {len(results)} plants caught, {results.count('MISSED')} missed, "
           f"{results.count('BUILD-FAILED')} did not build")

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""mutant_sweep.py: the bugs nobody thought of - every small edit of a kernel's code, run.
+
+ci/plants.txt holds the bugs someone wrote down.  This sweep makes the rest mechanically:
+each mutant is one operator changed on one code line of a kernel file (comments and
+preprocessor lines are left alone), built and run in plant_campaign's scratch copy, with
+the same mechanics (plant_campaign.prepare / try_plant; your tree is never edited):
+
+  rel      a < b -> a <= b, <= -> <, > -> >=, >= -> >, == -> !=, != -> ==  (spaced operators)
+  logic    && -> ||, || -> &&
+  off1     "+ 1" and "- 1" dropped  (an index, a bound or a count one off)
+  minmax   min( <-> max(, fminf( <-> fmaxf(
+
+A mutant is CAUGHT when some test of the file's ctest label fails (ctest stops at the first
+failure), SURVIVED when the whole label passes.  A survivor is either a hole in the suite
+or an equivalent mutant (the edit cannot change any result: a bound no input reaches, a
+min of two equal values); read it, then write the test that fails on it and add it to
+ci/plants.txt, or say why it is equivalent.  Survivors are written as plant blocks (--out),
+ready to paste.  Mutants that repeat a plant of ci/plants.txt are not run again.
+
+    python3 ci/mutant_sweep.py kernels/topk.hip [more files] [--label topk] [--ops rel,off1]
+        [--lines 100-250] [--sample N --seed S] [--resume] [--list] [--out FILE]
+
+--label defaults to the op named in the file's name (gate, sink, topk, routing).  --sample
+runs N mutants picked by --seed (a nightly job can walk a file in slices); --resume skips
+mutants the log (--work/mutant_sweep.log) already has a verdict for.  A mutant takes one
+rebuild and one label run, stopped at the first failure: ~20 s when caught, 30 s (gate,
+routing) to 2 min (topk) when it survives, on 2 cores.  Exit status: 0 no survivor, 1 a
+survivor or a mutant that did not build, 2 bad arguments.
+"""
+import argparse
+import os
+import random
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import plant_campaign  # noqa: E402  (prepare, try_plant, parse, apply: the same scratch-copy mechanics)
+
+ROOT = plant_campaign.ROOT
+OPS = ("gate", "sink", "topk", "routing")
+OPERATORS = {
+    "rel": [(" < ", " <= "), (" <= ", " < "), (" > ", " >= "), (" >= ", " > "), (" == ", " != "), (" != ", " == ")],
+    "logic": [(" && ", " || "), (" || ", " && ")],
+    "off1": [(re.compile(r" \+ 1(?![\d.xXuUlLfF])"), ""), (re.compile(r" - 1(?![\d.xXuUlLfF])"), "")],
+    "minmax": [(re.compile(r"\bmin\("), "max("), (re.compile(r"\bmax\("), "min("),
+               (re.compile(r"\bfminf\("), "fmaxf("), (re.compile(r"\bfmaxf\("), "fminf(")],
+}
+
+
+def fail(msg):
+    print(f"mutant_sweep: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def code_part(line):
+    """The code of a line: '' for comment and preprocessor lines, the text before a // comment
+    otherwise (a line holding a string literal is left whole only when it has no //)."""
+    s = line.strip()
+    if not s or s.startswith(("//", "/*", "*", "#")):
+        return ""
+    if "//" in line:
+        return "" if '"' in line.split("//", 1)[0] else line.split("//", 1)[0]
+    return line
+
+
+def mutants_of(rel, text, ops, lines):
+    """Every mutant of the file: dicts in plant form (file, old = the whole line, new, at)."""
+    out = []
+    pos = 0
+    for n, line in enumerate(text.split("\n"), 1):
+        start, pos = pos, pos + len(line) + 1
+        if lines and not (lines[0] <= n <= lines[1]):
+            continue
+        code = code_part(line)
+        if not code:
+            continue
+        for op in ops:
+            for k, (pat, rep) in enumerate(OPERATORS[op]):
+                matches = [(m.start(), m.end()) for m in pat.finditer(code)] if hasattr(pat, "finditer") else \
+                    [(m.start(), m.start() + len(pat)) for m in re.finditer(re.escape(pat), code)]
+                if not matches:
+                    continue
+                # the plant's 'at': which occurrence of the line's text (as apply finds them) is this line
+                hits, i = [], text.find(line)
+                while i >= 0:
+                    hits.append(i)
+                    i = text.find(line, i + 1)
+                at = hits.index(start) + 1
+                for j, (a, b) in enumerate(matches):
+                    out.append({"file": rel, "old": line, "new": line[:a] + rep + line[b:], "at": str(at),
+                                "_many": len(hits) > 1, "_line": n, "id": f"{rel}:{n}:{op}{k}.{j}"})
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("files", nargs="+", help="kernel files, relative to the repository root")
+    ap.add_argument("--label", default="", help="ctest label to run (default: the op in the file name)")
+    ap.add_argument("--ops", default=",".join(OPERATORS), help=f"operator classes (default all: {','.join(OPERATORS)})")
+    ap.add_argument("--lines", default="", help="A-B: only mutate lines A..B (with one file)")
+    ap.add_argument("--sample", type=int, default=0, help="run N mutants picked by --seed (0: all)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--work", default="/tmp/hy4-plants", help="scratch copy (shared with plant_campaign)")
+    ap.add_argument("--timeout", type=int, default=300, help="ctest per-test limit, s (a hang is CAUGHT by it)")
+    ap.add_argument("--resume", action="store_true", help="skip mutants the log already judged")
+    ap.add_argument("--list", action="store_true", help="print the mutants and exit")
+    ap.add_argument("--out", default="", help="survivors as plant blocks (default <work>/survivors.txt)")
+    a = ap.parse_args()
+    ops = a.ops.split(",")
+    for op in ops:
+        if op not in OPERATORS:
+            fail(f"--ops: unknown class {op!r} (expected some of {', '.join(OPERATORS)})")
+    lines = ()
+    if a.lines:
+        m = re.fullmatch(r"(\d+)-(\d+)", a.lines)
+        if not m or len(a.files) != 1:
+            fail(f"--lines {a.lines!r}: give A-B (line numbers) with exactly one file")
+        lines = (int(m.group(1)), int(m.group(2)))
+    planted = {}
+    for p in plant_campaign.parse(os.path.join(ROOT, "ci", "plants.txt")):
+        planted.setdefault(p["file"], []).append(p)
+    mutants = []
+    for rel in a.files:
+        path = os.path.join(ROOT, rel)
+        if not os.path.isfile(path):
+            fail(f"{rel}: no such file under {ROOT}")
+        label = a.label or next((o for o in OPS if o in os.path.basename(rel)), "")
+        if not label:
+            fail(f"{rel}: its name names no op; give --label")
+        text = open(path).read()
+        known = set()
+        for p in planted.get(rel, []):
+            try:
+                known.add(plant_campaign.apply(text, p))
+            except ValueError:
+                pass  # a plant that no longer applies: plant_campaign --check says so
+        for m in mutants_of(rel, text, ops, lines):
+            m["label"] = label
+            if plant_campaign.apply(text, m) not in known:
+                mutants.append(m)
+    if a.sample and a.sample < len(mutants):
+        mutants = sorted(random.Random(a.seed).sample(mutants, a.sample), key=lambda m: (m["file"], m["_line"]))
+    work = os.path.abspath(a.work)
+    log = os.path.join(work, "mutant_sweep.log")
+    if a.resume and os.path.isfile(log):
+        done = {l.split()[1] for l in open(log) if len(l.split()) >= 2}
+        mutants = [m for m in mutants if m["id"] not in done]
+    if a.list:
+        for m in mutants:
+            print(f"{m['id']:36s} {m['label']:8s} {m['new'].strip()}")
+        print(f"{len(mutants)} mutants")
+        return 0
+    if not mutants:
+        print("mutant_sweep: no mutant to run")
+        return 0
+    build = plant_campaign.prepare(a.work)
+    out = a.out or os.path.join(work, "survivors.txt")
+    counts = {}
+    print(f"mutant_sweep: {len(mutants)} mutants; survivors go to {out}", flush=True)
+    for m in mutants:
+        verdict, detail, seconds = plant_campaign.try_plant(build, m, stop_on_failure=True, timeout=a.timeout)
+        verdict = "SURVIVED" if verdict == "MISSED" else verdict
+        counts[verdict] = counts.get(verdict, 0) + 1
+        print(f"{verdict:12s} {m['id']:36s} {seconds:4.0f} s  {m['new'].strip()[:70]}  {detail[:100]}", flush=True)
+        with open(log, "a") as f:
+            f.write(f"{verdict} {m['id']} {m['new'].strip()}\n")
+        if verdict == "SURVIVED":
+            op = m["label"]
+            with open(out, "a") as f:
+                f.write(f"# survived mutant_sweep: {m['id']}\nplant {op}.mutant-{os.path.basename(m['file']).split('.')[0]}"
+                        f"-{m['_line']}-{m['id'].rsplit(':', 1)[1]}\nlabel {op}\nfile {m['file']}\n"
+                        f"old {m['old']}\nnew {m['new']}\n" + (f"at {m['at']}\n" if m["_many"] else "") + "\n")
+    print(f"{counts.get('CAUGHT', 0)} of {len(mutants)} mutants caught, {counts.get('SURVIVED', 0)} survived, "
+          f"{counts.get('BUILD-FAILED', 0)} did not build")
+    return 0 if counts.get("CAUGHT", 0) == len(mutants) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
