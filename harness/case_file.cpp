@@ -1,10 +1,14 @@
 #include "case_file.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-#include <sys/stat.h>
 
 #include "platform/runtime.h"
 
@@ -174,18 +178,39 @@ std::string failed_case_dir() {
 std::string save_failed_case(const CaseFile& c, const std::string& stem) {
   const std::string dir = failed_case_dir();
   ::mkdir(dir.c_str(), 0755);
-  const std::string path = dir + "/" + stem + ".case";
-  try {
-    CaseFile keep = c;
-    // The CPU executor's scheduling seed: with the case's own seed it fixes every block's
-    // thread order (hy4::rt::begin_case_schedule), and replay_case runs under it again.
-    if (hy4::rt::backend() == hy4::rt::Backend::Cpu && !keep.ints.count("sched_seed"))
-      keep.ints["sched_seed"] = static_cast<int64_t>(hy4::rt::schedule_seed());
-    keep.write(path);
-  } catch (const CaseFileError&) {
-    return "";
+  CaseFile keep = c;
+  // On the CPU executor: the scheduling seed (with the case's own seed it fixes every
+  // block's thread order, hy4::rt::begin_case_schedule; replay_case runs under it again)
+  // and the warp size it ran at (hy4-repro's default for the file).
+  if (hy4::rt::backend() == hy4::rt::Backend::Cpu) {
+    if (!keep.ints.count("sched_seed")) keep.ints["sched_seed"] = static_cast<int64_t>(hy4::rt::schedule_seed());
+    if (!keep.ints.count("cpu_warp")) keep.ints["cpu_warp"] = hy4::rt::warp_size();
   }
-  return path;
+  const std::string content = keep.serialize();
+  // <stem>.case, or <stem>.2.case, .3, ... when a file of another content holds the name
+  // (two tests failing with the same seed, warp 32 and 64 running in parallel): created
+  // exclusively, so no failing case overwrites another's file.
+  for (int n = 1; n <= 100; ++n) {
+    const std::string path = dir + "/" + stem + (n == 1 ? "" : "." + std::to_string(n)) + ".case";
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) {
+      if (errno != EEXIST) return "";
+      std::ifstream in(path, std::ios::binary);
+      std::ostringstream held;
+      held << in.rdbuf();
+      if (held.str() == content) return path;  // the same case failed again
+      continue;
+    }
+    std::size_t done = 0;
+    while (done < content.size()) {
+      const ssize_t w = ::write(fd, content.data() + done, content.size() - done);
+      if (w <= 0) break;
+      done += static_cast<std::size_t>(w);
+    }
+    ::close(fd);
+    return done == content.size() ? path : "";
+  }
+  return "";
 }
 
 namespace {

@@ -64,9 +64,11 @@ class CaseFile {
 
 // Directory failing cases are written to: $HY4_CASE_DIR, else ./hy4-failed-cases.
 std::string failed_case_dir();
-// Writes the case as <dir>/<stem>.case and returns the path ("" if it could not).  On
-// the CPU backend it adds `int sched_seed` (the executor's scheduling seed) unless the
-// case has one: replay_case runs under it again.
+// Writes the case as <dir>/<stem>.case and returns the path ("" if it could not); when
+// that name holds another case, as <stem>.2.case, .3, ... (never overwriting one).  On
+// the CPU backend it adds `int sched_seed` (the executor's scheduling seed: replay_case
+// runs under it again) and `int cpu_warp` (the warp size: hy4-repro's default for the
+// file) unless the case has them.
 std::string save_failed_case(const CaseFile& c, const std::string& stem);
 
 // A fuzzer's differential check failed: writes the case as <op>_fuzzer.<seed>.case

@@ -418,10 +418,13 @@ TEST_P(Executor, ACaseScheduleReplaysTheSameThreadOrder) {
   EXPECT_NE(a, other) << "another case key gave the same thread order in every block";
 }
 
-// A failing case's file carries the scheduling seed, and replaying a file runs under the
-// file's seed for that replay only.
-TEST_P(Executor, CaseFilesCarryTheSchedulingSeed) {
-  const std::string dir = ::testing::TempDir() + "hy4-sched-seed";
+// A failing case's file carries the scheduling seed and the warp size, and replaying a
+// file runs under the file's seed for that replay only.  A second case saved under the
+// same name (two tests failing with one seed; warp 32 and 64 in parallel) gets a name of
+// its own; the same case saved again keeps its file.
+TEST_P(Executor, CaseFilesCarryTheSchedulingSeedAndNeverOverwriteEachOther) {
+  const std::string dir = ::testing::TempDir() + "hy4-sched-seed-warp" + std::to_string(GetParam());
+  for (const char* name : {"/sched_seed_probe.case", "/sched_seed_probe.2.case"}) std::remove((dir + name).c_str());
   const char* old_dir = std::getenv("HY4_CASE_DIR");
   const std::string saved_dir = old_dir ? old_dir : "";
   ::setenv("HY4_CASE_DIR", dir.c_str(), 1);
@@ -430,11 +433,20 @@ TEST_P(Executor, CaseFilesCarryTheSchedulingSeed) {
   c.op = "gate";
   c.ints = {{"seed", 5}, {"T", 2}, {"W", 24}};
   const std::string path = hy4::harness::save_failed_case(c, "sched_seed_probe");
+  const std::string again = hy4::harness::save_failed_case(c, "sched_seed_probe");
+  hy4::harness::CaseFile other_case = c;
+  other_case.ints["T"] = 3;
+  const std::string other = hy4::harness::save_failed_case(other_case, "sched_seed_probe");
   if (old_dir) ::setenv("HY4_CASE_DIR", saved_dir.c_str(), 1); else ::unsetenv("HY4_CASE_DIR");
   ASSERT_FALSE(path.empty());
+  EXPECT_EQ(again, path) << "the same case saved twice";
+  EXPECT_EQ(other, dir + "/sched_seed_probe.2.case") << "another case under the same name";
+  EXPECT_EQ(hy4::harness::CaseFile::read(path).get("T"), 2) << "the second case overwrote the first";
+  EXPECT_EQ(hy4::harness::CaseFile::read(other).get("T"), 3);
   hy4::harness::CaseFile back = hy4::harness::CaseFile::read(path);
   ASSERT_EQ(back.ints.count("sched_seed"), 1u) << path;
   EXPECT_EQ(static_cast<uint64_t>(back.ints.at("sched_seed")), seed);
+  EXPECT_EQ(back.get_or("cpu_warp", 0), GetParam());
   back.ints["sched_seed"] = 12345;
   ScopedStream s;
   EXPECT_TRUE(hy4::harness::replay_case(back, s.get(), false).ok());

@@ -6,7 +6,8 @@
 //   hy4-repro --expand CASE_FILE      print the case whole (a file without tensors is
 //                                     generated from its seed and shape), run nothing
 //
-//   --warp N        CPU backend: run the kernels at warp size N (default $HY4_CPU_WARP_SIZE or 64)
+//   --warp N        CPU backend: run the kernels at warp size N (default: the file's
+//                   `int cpu_warp`, the warp size it failed at; else $HY4_CPU_WARP_SIZE or 64)
 //   --graph         capture the launch once and replay it, instead of an eager launch
 //   --require-gpu   fail (exit 3) when the backend has no device, instead of skipping
 // Exit status: 0 every case passes, 1 a case fails, 2 bad usage or unreadable file,
@@ -83,6 +84,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  const int default_warp = hy4::rt::warp_size();  // the CPU backend's, for files without cpu_warp
   std::printf("hy4-repro: backend %s, device %s, %s\n", hy4::rt::backend_name(), hy4::rt::device_name().c_str(),
               graph ? "graph replay" : "eager launch");
   int status = 0;
@@ -90,8 +92,16 @@ int main(int argc, char** argv) {
   for (const auto& path : files) {
     try {
       const auto c = hy4::harness::CaseFile::read(path);
+      std::string at_warp;
+      if (hy4::rt::backend() == hy4::rt::Backend::Cpu) {
+        const int64_t w = warp ? warp : c.get_or("cpu_warp", default_warp);
+        if (w != 32 && w != 64) throw hy4::harness::CaseFileError(path + ": int cpu_warp " + std::to_string(w) + ": must be 32 or 64");
+        hy4::rt::set_warp_size(static_cast<int>(w));
+        at_warp = ", warp " + std::to_string(w);
+      }
       const auto v = hy4::harness::replay_case(c, s, graph);
-      std::printf("%s %s (op %s): %s\n", v.ok() ? "PASS" : "FAIL", path.c_str(), c.op.c_str(), v.summary().c_str());
+      std::printf("%s %s (op %s%s): %s\n", v.ok() ? "PASS" : "FAIL", path.c_str(), c.op.c_str(), at_warp.c_str(),
+                  v.summary().c_str());
       if (!v.ok()) status = 1;
     } catch (const hy4::harness::CaseFileError& e) {
       std::fprintf(stderr, "hy4-repro: %s\n", e.what());
