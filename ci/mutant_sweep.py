@@ -154,6 +154,7 @@ def main():
     if not mutants:
         print("mutant_sweep: no mutant to run")
         return 0
+    plant_campaign.stop_on_sigterm()
     build = plant_campaign.prepare(a.work)
     out = a.out or os.path.join(work, "survivors.txt")
     counts = {}

@@ -32,6 +32,7 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -135,6 +136,28 @@ def prepare(work_arg):
     return build
 
 
+def run_group(cmd, env=None):
+    """subprocess.run(cmd) in a process group of its own: when the campaign is stopped
+    (Ctrl-C, SIGTERM) the whole group goes, ctest's test binaries too - an orphaned test
+    run would go on using the scratch copy and the cores beside the next campaign."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate()
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def stop_on_sigterm():
+    """SIGTERM ends the campaign as Ctrl-C does: the planted file is put back (try_plant's
+    finally) and the test run's process group killed.  (A background job of a
+    non-interactive shell ignores SIGINT, so SIGTERM is how one stops it.)"""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+
 def try_plant(build, p, stop_on_failure=False, timeout=900):
     """Applies plant p in the scratch copy that holds build, rebuilds, runs its label, and
     puts the file back.  Returns (CAUGHT | MISSED | BUILD-FAILED, detail, seconds).
@@ -149,16 +172,29 @@ def try_plant(build, p, stop_on_failure=False, timeout=900):
         b = subprocess.run(["cmake", "--build", build, "-j2"], capture_output=True, text=True)
         if b.returncode != 0:
             return "BUILD-FAILED", (b.stdout + b.stderr)[-800:], time.time() - t0
+        # The tests' failure case files (ctest points HY4_CASE_DIR there): a plant's are
+        # noise, and a long campaign filled gigabytes with them.
+        shutil.rmtree(os.path.join(build, "hy4-failed-cases"), ignore_errors=True)
         cmd = ["ctest", "--test-dir", build, "-j2", "-L", p["label"], "--timeout", str(timeout)]
-        # A sweep needs one failure, not its smallest form: rapidcheck does not shrink there.
-        env = dict(os.environ, RC_PARAMS="noshrink=1") if stop_on_failure else None
-        r = subprocess.run(cmd + (["--stop-on-failure"] if stop_on_failure else []), capture_output=True, text=True,
-                           env=env)
-        # ctest's closing list: "The following tests FAILED:" then "\t 10 - name (Failed)"
-        tail = r.stdout.split("The following tests FAILED:", 1)
-        failed = [l.strip() for l in tail[1].splitlines() if re.match(r"\s+\d+ - ", l)] if len(tail) > 1 else []
-        if not failed and r.returncode != 0:
-            failed = [f"ctest exit status {r.returncode}"]
+        stages = [cmd]
+        env = None
+        if stop_on_failure:
+            # A sweep needs one failure, not its smallest form: rapidcheck does not shrink,
+            # a test binary stops at its first failing test, and the quick tests (fuzz
+            # corpora, regression cases: seconds) run first.
+            env = dict(os.environ, RC_PARAMS="noshrink=1", GTEST_FAIL_FAST="1")
+            quick = r"^(fuzz|regression)\."
+            stages = [cmd + ["-R", quick, "--stop-on-failure"], cmd + ["-E", quick, "--stop-on-failure"]]
+        failed = []
+        for stage in stages:
+            r = run_group(stage, env)
+            # ctest's closing list: "The following tests FAILED:" then "\t 10 - name (Failed)"
+            tail = r.stdout.split("The following tests FAILED:", 1)
+            failed = [l.strip() for l in tail[1].splitlines() if re.match(r"\s+\d+ - ", l)] if len(tail) > 1 else []
+            if not failed and r.returncode != 0 and "No tests were found" not in r.stdout + r.stderr:
+                failed = [f"ctest exit status {r.returncode}"]
+            if failed:
+                break
         return ("CAUGHT" if failed else "MISSED"), "; ".join(failed[:6]), time.time() - t0
     finally:
         open(path, "w").write(original)
@@ -192,6 +228,7 @@ def main():
     if a.check:
         print(f"plant_campaign: {len(plants)} plants apply")
         return 0
+    stop_on_sigterm()
     build = prepare(a.work)
     results = []
     for p in plants:
