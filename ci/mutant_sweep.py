@@ -16,7 +16,8 @@ failure), SURVIVED when the whole label passes.  A survivor is either a hole in 
 or an equivalent mutant (the edit cannot change any result: a bound no input reaches, a
 min of two equal values); read it, then write the test that fails on it and add it to
 ci/plants.txt, or say why it is equivalent.  Survivors are written as plant blocks (--out),
-ready to paste.  Mutants that repeat a plant of ci/plants.txt are not run again.
+ready to paste.  Mutants that repeat a plant of ci/plants.txt, or that
+ci/mutants_equivalent.txt lists as judged equivalent (with the reason), are not run again.
 
     python3 ci/mutant_sweep.py kernels/topk.hip [more files] [--label topk] [--ops rel,off1]
         [--lines 100-250] [--sample N --seed S] [--resume] [--list] [--out FILE]
@@ -51,6 +52,48 @@ OPERATORS = {
 def fail(msg):
     print(f"mutant_sweep: {msg}", file=sys.stderr)
     sys.exit(2)
+
+
+EQUIVALENT = os.path.join(ROOT, "ci", "mutants_equivalent.txt")
+
+
+def parse_equivalent(path):
+    """ci/mutants_equivalent.txt: survivors read and judged equivalent (no input can tell
+    them from the kernel), each with its reason; the sweep does not run them again.
+    Blocks as in plants.txt: mutant NAME, file, old, new, [at], why."""
+    out, cur = [], {}
+    keys = ("mutant", "file", "old", "new", "at", "why")
+
+    def close():
+        if cur:
+            missing = [k for k in ("mutant", "file", "old", "new", "why") if k not in cur]
+            if missing:
+                fail(f"{path}:{cur['_line']}: block lacks {', '.join(missing)}")
+            out.append(dict(cur))
+            cur.clear()
+
+    if not os.path.isfile(path):
+        return out
+    for n, raw in enumerate(open(path), 1):
+        line = raw.rstrip("\n")
+        if line.startswith("#"):
+            continue
+        if not line.strip():
+            close()
+            continue
+        key, _, value = line.partition(" ")
+        if key not in keys:
+            fail(f"{path}:{n}: unknown key {key!r} (expected one of {', '.join(keys)})")
+        if not cur:
+            cur["_line"] = n
+        cur[key] = value if key in ("old", "new") else value.strip()
+    close()
+    for e in out:
+        text = open(os.path.join(ROOT, e["file"])).read() if os.path.isfile(os.path.join(ROOT, e["file"])) else ""
+        if text.count(e["old"]) < int(e.get("at", "1")):
+            fail(f"{path}:{e['_line']}: mutant {e['mutant']}: its line no longer occurs in {e['file']}; "
+                 f"mend or drop it")
+    return out
 
 
 def code_part(line):
@@ -118,7 +161,7 @@ def main():
             fail(f"--lines {a.lines!r}: give A-B (line numbers) with exactly one file")
         lines = (int(m.group(1)), int(m.group(2)))
     planted = {}
-    for p in plant_campaign.parse(os.path.join(ROOT, "ci", "plants.txt")):
+    for p in plant_campaign.parse(os.path.join(ROOT, "ci", "plants.txt")) + parse_equivalent(EQUIVALENT):
         planted.setdefault(p["file"], []).append(p)
     mutants = []
     for rel in a.files:
