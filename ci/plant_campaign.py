@@ -184,7 +184,10 @@ def try_plant(build, p, stop_on_failure=False, timeout=900):
             # corpora, regression cases: seconds) run first.
             env = dict(os.environ, RC_PARAMS="noshrink=1", GTEST_FAIL_FAST="1")
             quick = r"^(fuzz|regression)\."
-            stages = [cmd + ["-R", quick, "--stop-on-failure"], cmd + ["-E", quick, "--stop-on-failure"]]
+            # The quick tests take under 40 s each: 120 s is a hang (a loop that never ends
+            # cost the whole per-test limit, twice, before this).
+            quick_cmd = cmd[:-1] + [str(min(timeout, 120))]
+            stages = [quick_cmd + ["-R", quick, "--stop-on-failure"], cmd + ["-E", quick, "--stop-on-failure"]]
         failed = []
         for stage in stages:
             r = run_group(stage, env)
