@@ -104,49 +104,41 @@ def parse(path):
         variants.append(cur)
         cur = None
 
-    with open(path) as f:
-        for lineno, raw in enumerate(f, 1):
-            line = raw.rstrip("\n")
-            if line.startswith("#"):
-                continue
-            if not line.strip():
-                close()
-                continue
-            key, _, value = line.partition(" ")
-            if key not in HEAD_KEYS + EDIT_KEYS:
-                fail(f"{path}:{lineno}: unknown key {key!r} (expected one of {', '.join(HEAD_KEYS + EDIT_KEYS)})")
-            if cur is None:
-                if key != "variant":
-                    fail(f"{path}:{lineno}: a block starts with 'variant', not {key!r}")
-                cur = {"_line": lineno, "edits": []}
-            if key in HEAD_KEYS:
-                if key in cur:
-                    fail(f"{path}:{lineno}: {key!r} given twice in one variant block")
-                if cur["edits"]:
-                    fail(f"{path}:{lineno}: {key!r} after the first edit (the head keys come first)")
-                v = value.strip()
-                if key == "variant" and not re.fullmatch(r"[a-z0-9][a-z0-9.-]*", v):
-                    fail(f"{path}:{lineno}: variant name {v!r}: use [a-z0-9.-] (it names a file)")
-                if key == "kind" and v not in KINDS:
-                    fail(f"{path}:{lineno}: kind {v!r}: must be probe or candidate")
-                if key == "ops":
-                    bad = [o for o in v.split(",") if o not in OPS]
-                    if bad or not v:
-                        fail(f"{path}:{lineno}: ops {v!r}: each must be one of {', '.join(OPS)}")
-                cur[key] = v
-                continue
-            if key == "file":
-                cur["edits"].append({"_line": lineno, "file": value.strip()})
-                continue
-            if not cur["edits"]:
-                fail(f"{path}:{lineno}: {key!r} before the edit's 'file'")
-            e = cur["edits"][-1]
-            if key in e:
-                fail(f"{path}:{lineno}: {key!r} given twice in one edit (start the next edit with 'file')")
-            e[key] = value.replace("\\n", "\n") if key in ("old", "new") else value.strip()
-            if key == "at" and not (e[key].isdigit() and int(e[key]) >= 1):
-                fail(f"{path}:{lineno}: 'at' must be a positive number, not {e[key]!r}")
-    close()
+    for lineno, key, value in plant_campaign.block_lines(path, HEAD_KEYS + EDIT_KEYS, fail):
+        if key is None:
+            close()
+            continue
+        if cur is None:
+            if key != "variant":
+                fail(f"{path}:{lineno}: a block starts with 'variant', not {key!r}")
+            cur = {"_line": lineno, "edits": []}
+        if key in HEAD_KEYS:
+            if key in cur:
+                fail(f"{path}:{lineno}: {key!r} given twice in one variant block")
+            if cur["edits"]:
+                fail(f"{path}:{lineno}: {key!r} after the first edit (the head keys come first)")
+            v = value.strip()
+            if key == "variant" and not re.fullmatch(r"[a-z0-9][a-z0-9.-]*", v):
+                fail(f"{path}:{lineno}: variant name {v!r}: use [a-z0-9.-] (it names a file)")
+            if key == "kind" and v not in KINDS:
+                fail(f"{path}:{lineno}: kind {v!r}: must be probe or candidate")
+            if key == "ops":
+                bad = [o for o in v.split(",") if o not in OPS]
+                if bad or not v:
+                    fail(f"{path}:{lineno}: ops {v!r}: each must be one of {', '.join(OPS)}")
+            cur[key] = v
+            continue
+        if key == "file":
+            cur["edits"].append({"_line": lineno, "file": value.strip()})
+            continue
+        if not cur["edits"]:
+            fail(f"{path}:{lineno}: {key!r} before the edit's 'file'")
+        e = cur["edits"][-1]
+        if key in e:
+            fail(f"{path}:{lineno}: {key!r} given twice in one edit (start the next edit with 'file')")
+        e[key] = value.replace("\\n", "\n") if key in ("old", "new") else value.strip()
+        if key == "at" and not (e[key].isdigit() and int(e[key]) >= 1):
+            fail(f"{path}:{lineno}: 'at' must be a positive number, not {e[key]!r}")
     return variants
 
 

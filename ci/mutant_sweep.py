@@ -61,33 +61,10 @@ def parse_equivalent(path):
     """ci/mutants_equivalent.txt: survivors read and judged equivalent (no input can tell
     them from the kernel), each with its reason; the sweep does not run them again.
     Blocks as in plants.txt: mutant NAME, file, old, new, [at], why."""
-    out, cur = [], {}
-    keys = ("mutant", "file", "old", "new", "at", "why")
-
-    def close():
-        if cur:
-            missing = [k for k in ("mutant", "file", "old", "new", "why") if k not in cur]
-            if missing:
-                fail(f"{path}:{cur['_line']}: block lacks {', '.join(missing)}")
-            out.append(dict(cur))
-            cur.clear()
-
     if not os.path.isfile(path):
-        return out
-    for n, raw in enumerate(open(path), 1):
-        line = raw.rstrip("\n")
-        if line.startswith("#"):
-            continue
-        if not line.strip():
-            close()
-            continue
-        key, _, value = line.partition(" ")
-        if key not in keys:
-            fail(f"{path}:{n}: unknown key {key!r} (expected one of {', '.join(keys)})")
-        if not cur:
-            cur["_line"] = n
-        cur[key] = value if key in ("old", "new") else value.strip()
-    close()
+        return []
+    out = plant_campaign.parse(path, "mutant", ("mutant", "file", "old", "new", "at", "why"),
+                               ("mutant", "file", "old", "new", "why"), fail)
     for e in out:
         text = open(os.path.join(ROOT, e["file"])).read() if os.path.isfile(os.path.join(ROOT, e["file"])) else ""
         if text.count(e["old"]) < int(e.get("at", "1")):

@@ -47,40 +47,57 @@ def fail(msg):
     sys.exit(2)
 
 
-def parse(path):
-    plants, cur, names = [], {}, set()
-
-    def close():
-        if not cur:
-            return
-        missing = [k for k in REQUIRED if k not in cur]
-        if missing:
-            fail(f"{path}:{cur['_line']}: plant block lacks {', '.join(missing)}")
-        if cur["plant"] in names:
-            fail(f"{path}:{cur['_line']}: plant name {cur['plant']!r} repeats")
-        names.add(cur["plant"])
-        plants.append(dict(cur))
-        cur.clear()
-
+def block_lines(path, keys, error=None):
+    """The lines of a block file (plants.txt, variants.txt, mutants_equivalent.txt): per
+    key line (lineno, key, value), per blank line and at the end (lineno, None, None) - a
+    block's end; # comments skipped.  A key not in keys fails (error, default this
+    tool's fail), naming the line."""
+    error = error or fail
+    lineno = 0
     with open(path) as f:
         for lineno, raw in enumerate(f, 1):
             line = raw.rstrip("\n")
             if line.startswith("#"):
                 continue
             if not line.strip():
-                close()
+                yield lineno, None, None
                 continue
             key, _, value = line.partition(" ")
-            if key not in KEYS:
-                fail(f"{path}:{lineno}: unknown key {key!r} (expected one of {', '.join(KEYS)})")
-            if key in cur:
-                fail(f"{path}:{lineno}: {key!r} given twice in one plant block")
-            if not cur:
-                cur["_line"] = lineno
-            cur[key] = value.replace("\\n", "\n") if key in ("old", "new") else value.strip()
-            if key == "at" and not (cur[key].isdigit() and int(cur[key]) >= 1):
-                fail(f"{path}:{lineno}: 'at' must be a positive number, not {cur[key]!r}")
-    close()
+            if key not in keys:
+                error(f"{path}:{lineno}: unknown key {key!r} (expected one of {', '.join(keys)})")
+            yield lineno, key, value
+    yield lineno + 1, None, None
+
+
+def parse(path, kind="plant", keys=KEYS, required=REQUIRED, error=None):
+    """The blocks of a plant-format file, each a dict with '_line'; the name is under
+    `kind` (plants.txt: plant; ci/mutants_equivalent.txt: mutant).  error: as in block_lines."""
+    fail_ = error or fail
+    plants, cur, names = [], {}, set()
+
+    def close():
+        if not cur:
+            return
+        missing = [k for k in required if k not in cur]
+        if missing:
+            fail_(f"{path}:{cur['_line']}: {kind} block lacks {', '.join(missing)}")
+        if cur[kind] in names:
+            fail_(f"{path}:{cur['_line']}: {kind} name {cur[kind]!r} repeats")
+        names.add(cur[kind])
+        plants.append(dict(cur))
+        cur.clear()
+
+    for lineno, key, value in block_lines(path, keys, fail_):
+        if key is None:
+            close()
+            continue
+        if key in cur:
+            fail_(f"{path}:{lineno}: {key!r} given twice in one {kind} block")
+        if not cur:
+            cur["_line"] = lineno
+        cur[key] = value.replace("\\n", "\n") if key in ("old", "new") else value.strip()
+        if key == "at" and not (cur[key].isdigit() and int(cur[key]) >= 1):
+            fail_(f"{path}:{lineno}: 'at' must be a positive number, not {cur[key]!r}")
     return plants
 
 
