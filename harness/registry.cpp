@@ -67,7 +67,8 @@ CaseFile expand_case(const CaseFile& f) {
   else if (f.op == "chain") return f;  // a chain file is its seed
   else throw CaseFileError("case file holds unknown op '" + f.op + "'");
   for (const auto& [k, v] : f.text) out.text[k] = v;
-  if (f.ints.count("sched_seed")) out.ints["sched_seed"] = f.ints.at("sched_seed");
+  for (const char* k : {"sched_seed", "cpu_warp"})  // save_failed_case's replay settings
+    if (f.ints.count(k)) out.ints[k] = f.ints.at(k);
   return out;
 }
 

@@ -447,6 +447,9 @@ TEST_P(Executor, CaseFilesCarryTheSchedulingSeedAndNeverOverwriteEachOther) {
   ASSERT_EQ(back.ints.count("sched_seed"), 1u) << path;
   EXPECT_EQ(static_cast<uint64_t>(back.ints.at("sched_seed")), seed);
   EXPECT_EQ(back.get_or("cpu_warp", 0), GetParam());
+  const hy4::harness::CaseFile expanded = hy4::harness::expand_case(back);  // hy4-repro --expand keeps both
+  EXPECT_EQ(expanded.get_or("sched_seed", -1), back.get("sched_seed"));
+  EXPECT_EQ(expanded.get_or("cpu_warp", 0), GetParam());
   back.ints["sched_seed"] = 12345;
   ScopedStream s;
   EXPECT_TRUE(hy4::harness::replay_case(back, s.get(), false).ok());
