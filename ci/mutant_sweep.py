@@ -41,8 +41,9 @@ import plant_campaign  # noqa: E402  (prepare, try_plant, parse, apply: the same
 ROOT = plant_campaign.ROOT
 OPS = ("gate", "sink", "topk", "routing")
 OPERATORS = {
-    "rel": [(" < ", " <= "), (" <= ", " < "), (" > ", " >= "), (" >= ", " > "), (" == ", " != "), (" != ", " == ")],
-    "logic": [(" && ", " || "), (" || ", " && ")],
+    "rel": [(re.compile(re.escape(a)), b) for a, b in
+            [(" < ", " <= "), (" <= ", " < "), (" > ", " >= "), (" >= ", " > "), (" == ", " != "), (" != ", " == ")]],
+    "logic": [(re.compile(re.escape(a)), b) for a, b in [(" && ", " || "), (" || ", " && ")]],
     "off1": [(re.compile(r" \+ 1(?![\d.xXuUlLfF])"), ""), (re.compile(r" - 1(?![\d.xXuUlLfF])"), "")],
     "minmax": [(re.compile(r"\bmin\("), "max("), (re.compile(r"\bmax\("), "min("),
                (re.compile(r"\bfminf\("), "fmaxf("), (re.compile(r"\bfmaxf\("), "fminf(")],
@@ -65,9 +66,12 @@ def parse_equivalent(path):
         return []
     out = plant_campaign.parse(path, "mutant", ("mutant", "file", "old", "new", "at", "why"),
                                ("mutant", "file", "old", "new", "why"), fail)
+    texts = {}
     for e in out:
-        text = open(os.path.join(ROOT, e["file"])).read() if os.path.isfile(os.path.join(ROOT, e["file"])) else ""
-        if text.count(e["old"]) < int(e.get("at", "1")):
+        if e["file"] not in texts:
+            path_e = os.path.join(ROOT, e["file"])
+            texts[e["file"]] = open(path_e).read() if os.path.isfile(path_e) else ""
+        if texts[e["file"]].count(e["old"]) < int(e.get("at", "1")):
             fail(f"{path}:{e['_line']}: mutant {e['mutant']}: its line no longer occurs in {e['file']}; "
                  f"mend or drop it")
     return out
@@ -95,21 +99,20 @@ def mutants_of(rel, text, ops, lines):
         code = code_part(line)
         if not code:
             continue
+        hits = None
         for op in ops:
             for k, (pat, rep) in enumerate(OPERATORS[op]):
-                matches = [(m.start(), m.end()) for m in pat.finditer(code)] if hasattr(pat, "finditer") else \
-                    [(m.start(), m.start() + len(pat)) for m in re.finditer(re.escape(pat), code)]
-                if not matches:
-                    continue
-                # the plant's 'at': which occurrence of the line's text (as apply finds them) is this line
-                hits, i = [], text.find(line)
-                while i >= 0:
-                    hits.append(i)
-                    i = text.find(line, i + 1)
-                at = hits.index(start) + 1
-                for j, (a, b) in enumerate(matches):
-                    out.append({"file": rel, "old": line, "new": line[:a] + rep + line[b:], "at": str(at),
-                                "_many": len(hits) > 1, "_line": n, "id": f"{rel}:{n}:{op}{k}.{j}"})
+                for j, m in enumerate(pat.finditer(code)):
+                    if hits is None:
+                        # the plant's 'at': which occurrence of the line's text (as apply
+                        # finds them) is this line; once per line
+                        hits, i = [], text.find(line)
+                        while i >= 0:
+                            hits.append(i)
+                            i = text.find(line, i + 1)
+                    out.append({"file": rel, "old": line, "new": line[:m.start()] + rep + line[m.end():],
+                                "at": str(hits.index(start) + 1), "_many": len(hits) > 1, "_line": n,
+                                "id": f"{rel}:{n}:{op}{k}.{j}"})
     return out
 
 
