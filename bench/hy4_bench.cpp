@@ -177,6 +177,20 @@ int main(int argc, char** argv) {
     std::snprintf(shape, sizeof shape, "%zu B (gate at T %lld)", bytes, static_cast<long long>(T));
     print_row("copy", shape, st, 2.0 * bytes);
   }
+  // The sink's out at T = 8192 as the platform's 2-D copy moves it: 1 KiB rows (a head),
+  // 2 KiB apart (the stride-2 head view of [T, 16, 512] bf16), read and written: the floor
+  // of a strided read + write, beside the dense copy's above.  (GPUs only: 256 MiB.)
+  if (hy4::rt::backend() != hy4::rt::Backend::Cpu) {
+    const std::size_t row = 1024, pitch = 2048, rows = 8192 * 8;
+    DeviceBuffer<uint8_t> src(rows * pitch), dst(rows * pitch);
+    hy4::rt::fill_bytes(src.get(), 0x3c, rows * pitch, cs0);
+    const Stats st = time_graph(
+        [&](hy4::rt::Stream cs) { hy4::rt::copy_2d_on_device(dst.get(), pitch, src.get(), pitch, row, rows, cs); },
+        launches, replays, cs0);
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "%zu B, 1 KiB of 2 KiB (sink at T 8192)", rows * row);
+    print_row("copy2d", shape, st, 2.0 * rows * row);
+  }
   ScopedStream s;
   std::mt19937_64 rng(1);
   for (int64_t T : {1, 8, 64, 512, 4096, 8192, 32768}) {

@@ -91,8 +91,8 @@ __global__ void HY4_LAUNCH_BOUNDS(256) gate_kernel(const uint16_t* attn, int64_t
 }
 
 // Decode (T < GatePlan::kSliceBelowRows): gate_decode_kernel.  Grid x = the row, y = its
-// slices of kSliceThreads threads (one slice per 512 elements: a row of 2048 is four blocks
-// on four SMs instead of one, H200: 1.70 -> 1.55 us at T = 1 in gate_kernel); a thread takes
+// slices of kSliceThreads threads (one slice per 256 elements: a row of 2048 is eight blocks
+// on eight SMs instead of one; 64-thread slices, four blocks, H200: 1.70 -> 1.55 us at T = 1 in gate_kernel); a thread takes
 // one 16-byte vector of its row (or one element: unaligned rows and the tail) per slice
 // pass, so its chain is load (attn, gate) -> eight table gathers -> store, with none of
 // gate_kernel's row pairs or row loop.  H200 hy4-bench: T = 1 1.54 -> 1.40 us, T = 8 1.62

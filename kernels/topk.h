@@ -52,8 +52,10 @@ class TopkPlan {
     return experts <= 4 * int64_t{warp} ? 4 : experts <= 8 * int64_t{warp} ? 8 : 16;
   }
   // Auto: a block per row at T <= kBlockPerRowMaxRows (decode: the row's chain is split
-  // over E threads), a warp per row above (throughput).
-  static constexpr int64_t kBlockPerRowMaxRows = 1024;
+  // over E threads), a warp per row above (throughput).  H200, HY V4 (E = 256, k = 8), T =
+  // 512: 5.28 us as 512 row blocks, 3.83 us on the warp path (64 blocks of 8 rows); the
+  // bound was 1024 until then (2026-12-05, ci/variants.txt topk.warp-path-above-256-rows).
+  static constexpr int64_t kBlockPerRowMaxRows = 256;
   // Block per row: threads = the power of two >= E, at least 64, at most 512.
   static constexpr int row_block_threads(int64_t experts) { return pow2_threads(experts, 64, 512); }
   bool block_per_row() const { return block_per_row_; }

@@ -50,7 +50,8 @@ namespace {
 //                         wins (its slots run out in the rounds: RoundsWhenALaneRunsOutOfSlots)
 //   kernel                warp per row | block per row (TopkArgs::path: the property draws auto /
 //                         warp / block; HyV4, EveryK and EverySlotSplit run both pinned paths);
-//                         auto picks block per row at T <= 1024 (AutoSplit: T = 1024 | 1025)
+//                         auto picks block per row at T <= kBlockPerRowMaxRows = 256
+//                         (AutoSplit: T = 256 | 257)
 //   block per row         threads = power of two >= E (64 .. 512): E = 63..65, 127..129, 255..257,
 //                         511, 512 (the split list); candidates per warp min(k, warp): k = 31 | 32;
 //                         its grid cap kMaxGrid rows (BlockPerRowPastItsGridCap)

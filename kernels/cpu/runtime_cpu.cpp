@@ -150,6 +150,14 @@ void copy_to_host(void* dst, const void* src, std::size_t bytes, Stream s) {
 void copy_on_device(void* dst, const void* src, std::size_t bytes, Stream s) {
   if (bytes) enqueue(s, [=] { std::memmove(dst, src, bytes); });
 }
+void copy_2d_on_device(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch, std::size_t width,
+                       std::size_t rows, Stream s) {
+  if (width && rows)
+    enqueue(s, [=] {
+      for (std::size_t r = 0; r < rows; ++r)
+        std::memmove(static_cast<char*>(dst) + r * dst_pitch, static_cast<const char*>(src) + r * src_pitch, width);
+    });
+}
 void fill_bytes(void* dst, int byte, std::size_t bytes, Stream s) {
   if (bytes) enqueue(s, [=] { std::memset(dst, byte, bytes); });
 }

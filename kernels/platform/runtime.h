@@ -62,6 +62,10 @@ void free_device(void* p);
 void copy_to_device(void* dst, const void* src, std::size_t bytes, Stream s);
 void copy_to_host(void* dst, const void* src, std::size_t bytes, Stream s);
 void copy_on_device(void* dst, const void* src, std::size_t bytes, Stream s);
+// rows x width bytes from src (rows src_pitch apart) to dst (rows dst_pitch apart): a
+// strided view copied as the platform's own 2-D copy does it (hy4-bench's strided floor).
+void copy_2d_on_device(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch, std::size_t width,
+                       std::size_t rows, Stream s);
 void fill_bytes(void* dst, int byte, std::size_t bytes, Stream s);
 
 struct GraphExec {

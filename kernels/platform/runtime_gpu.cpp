@@ -152,6 +152,11 @@ void copy_to_host(void* dst, const void* src, std::size_t bytes, Stream s) {
 void copy_on_device(void* dst, const void* src, std::size_t bytes, Stream s) {
   if (bytes) check(GPU(MemcpyAsync)(dst, src, bytes, GPU_D2D, S(s)), "MemcpyAsync(D2D)");
 }
+void copy_2d_on_device(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch, std::size_t width,
+                       std::size_t rows, Stream s) {
+  if (width && rows)
+    check(GPU(Memcpy2DAsync)(dst, dst_pitch, src, src_pitch, width, rows, GPU_D2D, S(s)), "Memcpy2DAsync(D2D)");
+}
 void fill_bytes(void* dst, int byte, std::size_t bytes, Stream s) {
   if (bytes) check(GPU(MemsetAsync)(dst, byte, bytes, S(s)), "MemsetAsync");
 }
