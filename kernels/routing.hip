@@ -363,6 +363,8 @@ HY4_DEVICE inline int32_t decode_entries(const EntryReader& r, const float* weig
   // My experts' segment starts: the padded sizes of the leaders of smaller experts.
   int32_t used = 0;
   const uint32_t lanes = n < static_cast<uint32_t>(ws) ? n : static_cast<uint32_t>(ws);  // lanes holding entries
+  // Unrolled: eight lanes' shuffles in flight (H200, T = 8: 4.01 -> 3.88 us).
+#pragma unroll 8
   for (uint32_t L = 0; L < lanes; ++L) {  // warp-uniform
 #pragma unroll
     for (int q = 0; q < P; ++q) {

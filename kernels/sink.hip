@@ -11,7 +11,7 @@
 // (16-byte vectors on the vector path, elements otherwise; units tid + j * 256 of each
 // token's G head rows, at most SinkPlan::kRowSlotsVector / kRowSlotsScalar per token,
 // kept in registers with their offsets made once per thread), then threads 0..P*G-1 each take one
-// (token, head), read kv_indptr, lse and the sink, form sink_lse and the scale with the
+// (token, head) (their kv_indptr, lse and sink loads issued first of all), form sink_lse and the scale with the
 // project's exp_f32 / log_f32, write lse and leave (scale, active) in shared memory;
 // after a barrier every thread scales the units it holds and writes them back, +0 for an
 // empty row.  (Reading out first puts its loads in flight during the scalar phase: one
@@ -126,19 +126,31 @@ __global__ void HY4_LAUNCH_BOUNDS(SinkPlan::kBlockThreads)
     // the loads are in flight while it runs (a row found empty is read for nothing); the
     // other tokens' after the barrier, a token at a time, where other blocks cover the
     // wait.  (All four tokens early: 86 registers on sm_90, VGPR spills on gfx942.)
+    // Before them, a scalar thread's own four loads (kv_indptr twice, lse, the sink): its
+    // chain, loads -> exp / log / exp -> barrier, is the set's longest (H200, T = 1 / 8 /
+    // 64: 2.01 / 2.13 / 2.31 -> 1.89 / 1.99 / 2.22 us; the exp / log / exp alone is 0.55 us
+    // of T = 1, probe sink.probe-scalar-loads-no-math).
+    const bool scalar_thread = tid < n_tok * g_count;  // (token, head) pair tid: at most 4 x 32 <= 256 threads
+    int32_t kv_begin = 0, kv_end = 0;
+    float lse_in = 0.0f, sink_in = 0.0f;
+    float* l = lse;
+    if (scalar_thread) {
+      const int dt = tid / g_count, g = tid - dt * g_count;
+      l = lse + (t0 + dt) * lse_ts + (h0 + g) * lse_hs;
+      kv_begin = kv_indptr[t0 + dt];
+      kv_end = kv_indptr[t0 + dt + 1];
+      lse_in = *l;
+      sink_in = sinks[h0 + g];
+    }
     UnitT pre[kEarly][kSlots];
 #pragma unroll
     for (int dt = 0; dt < kEarly; ++dt)
 #pragma unroll
       for (int j = 0; j < kSlots; ++j)
         if (dt < n_tok && head_of[j] >= 0) pre[dt][j] = *unit(dt, j);
-    if (tid < n_tok * g_count) {  // (token, head) pair tid: at most 4 x 32 <= 256 threads
-      const int dt = tid / g_count, g = tid - dt * g_count;
-      const int64_t t = t0 + dt;
-      const int h = h0 + g;
-      float* l = lse + t * lse_ts + h * lse_hs;
+    if (scalar_thread) {
       float sink_lse, scale;
-      const bool active = sink_scalars(kv_indptr[t], kv_indptr[t + 1], *l, sinks[h], &sink_lse, &scale);
+      const bool active = sink_scalars(kv_begin, kv_end, lse_in, sink_in, &sink_lse, &scale);
       *l = sink_lse;
       scale_s[tid] = scale;
       active_s[tid] = active ? 1 : 0;

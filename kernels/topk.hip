@@ -381,7 +381,7 @@ __global__ void HY4_LAUNCH_BOUNDS(512) topk_row_block_kernel(const void* logits,
       for (int stride = size / 2; stride > 0; stride /= 2) {
         const uint64_t pk = dev::shfl_xor(key, stride);
         const bool keep_max = ((lane & stride) == 0) == ((lane & size) == 0);
-        if (keep_max ? pk > key : pk < key) key = pk;
+        key = keep_max == (pk > key) ? pk : key;  // one select (equal keys: only the empty 0s)
       }
     if (lane < kk) cand_key[warp * kk + lane] = key;
     dev::sync_block();
