@@ -2,7 +2,7 @@
 // CPU executor (see gate.h for the contract).
 //
 // Design.  Two kernels.  Below GatePlan::kSliceBelowRows rows (decode) gate_decode_kernel:
-// each row cut into slices of 64 threads along grid y (more SMs per row), one vector per
+// each row cut into slices of GatePlan::kSliceThreads (32) threads along grid y (more SMs per row), one vector per
 // thread and pass, nothing else.  From there gate_kernel: one block per row below
 // GatePlan::kPairFromRows rows, one per two rows from there (a pass takes rows t and t +
 // gridDim.x, both rows' loads issued first), grid-stride past GatePlan::kMaxGrid blocks.
