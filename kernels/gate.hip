@@ -2,8 +2,8 @@
 // CPU executor (see gate.h for the contract).
 //
 // Design.  Two kernels.  Below GatePlan::kSliceBelowRows rows (decode) gate_decode_kernel:
-// each row cut into slices of GatePlan::kSliceThreads (32) threads along grid y (more SMs per row), one vector per
-// thread and pass, nothing else.  From there gate_kernel: one block per row below
+// each row cut into slices of GatePlan::kSliceThreads (32) threads along grid y (more SMs
+// per row), one vector per thread and pass, nothing else.  From there gate_kernel: one block per row below
 // GatePlan::kPairFromRows rows, one per two rows from there (a pass takes rows t and t +
 // gridDim.x, both rows' loads issued first), grid-stride past GatePlan::kMaxGrid blocks.
 // Block: 64..256 threads, enough that each thread takes about one 16-byte vector of the
@@ -92,7 +92,8 @@ __global__ void HY4_LAUNCH_BOUNDS(256) gate_kernel(const uint16_t* attn, int64_t
 
 // Decode (T < GatePlan::kSliceBelowRows): gate_decode_kernel.  Grid x = the row, y = its
 // slices of kSliceThreads threads (one slice per 256 elements: a row of 2048 is eight blocks
-// on eight SMs instead of one; 64-thread slices, four blocks, H200: 1.70 -> 1.55 us at T = 1 in gate_kernel); a thread takes
+// on eight SMs instead of one; H200, still in gate_kernel with 64-thread slices, four
+// blocks: 1.70 -> 1.55 us at T = 1; see gate.h for 32 against 64); a thread takes
 // one 16-byte vector of its row (or one element: unaligned rows and the tail) per slice
 // pass, so its chain is load (attn, gate) -> eight table gathers -> store, with none of
 // gate_kernel's row pairs or row loop.  H200 hy4-bench: T = 1 1.54 -> 1.40 us, T = 8 1.62

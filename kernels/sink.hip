@@ -10,9 +10,9 @@
 // a block does two phases: every thread first reads its units of the P tokens' rows
 // (16-byte vectors on the vector path, elements otherwise; units tid + j * 256 of each
 // token's G head rows, at most SinkPlan::kRowSlotsVector / kRowSlotsScalar per token,
-// kept in registers with their offsets made once per thread), then threads 0..P*G-1 each take one
-// (token, head) (their kv_indptr, lse and sink loads issued first of all), form sink_lse and the scale with the
-// project's exp_f32 / log_f32, write lse and leave (scale, active) in shared memory;
+// kept in registers with their offsets made once per thread), then threads 0..P*G-1 each
+// take one (token, head) (their kv_indptr, lse and sink loads issued first of all), form
+// sink_lse and the scale with the project's exp_f32 / log_f32, write lse and leave (scale, active) in shared memory;
 // after a barrier every thread scales the units it holds and writes them back, +0 for an
 // empty row.  (Reading out first puts its loads in flight during the scalar phase: one
 // dependent memory round trip fewer per set.)  A second barrier guards the shared
