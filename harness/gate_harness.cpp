@@ -338,6 +338,19 @@ std::vector<std::string> gate_bad_argument_failures(int* classes) {
        }},
   };
   std::vector<std::string> failures = refusal_failures<GatePlan>(good(), bad);
+  // Exactly at each limit, accepted (in place: one view for all three, so the rows past the
+  // buffers cannot partly overlap).
+  static const LimitCase<GateArgs> at_limit[] = {
+      {"kMaxRows rows", [](GateArgs& x) { x.attn.rows = GatePlan::kMaxRows; x.gate = x.out = x.attn; }},
+      {"kMaxWidth columns",
+       [](GateArgs& x) {
+         x.attn.rows = 1;
+         x.attn.cols = x.attn.row_stride = GatePlan::kMaxWidth;
+         x.gate = x.out = x.attn;
+       }},
+      {"row stride kMaxStride", [](GateArgs& x) { x.attn.row_stride = GatePlan::kMaxStride; x.gate = x.out = x.attn; }},
+  };
+  for (const std::string& f : limit_failures<GatePlan>(good(), at_limit)) failures.push_back(f);
   std::vector<uint16_t> after;
   o.download(after, s);
   hy4::rt::synchronize(s);

@@ -40,4 +40,29 @@ std::vector<std::string> refusal_failures(const Args& good, const RefusalClass<A
   return failures;
 }
 
+// The other side of each limit: arguments exactly at a documented limit (rows = kMaxRows,
+// say) must be accepted.  Only the plan is built; nothing is launched, so the views may
+// describe more memory than the buffers hold.
+template <class Args>
+struct LimitCase {
+  const char* what;
+  void (*mutate)(Args&);
+};
+
+// Returns one line per limit case the plan refused.
+template <class Plan, class Args, std::size_t N>
+std::vector<std::string> limit_failures(const Args& good, const LimitCase<Args> (&cases)[N]) {
+  std::vector<std::string> failures;
+  for (const auto& c : cases) {
+    Args x = good;
+    c.mutate(x);
+    try {
+      Plan plan(x);
+    } catch (const std::exception& e) {
+      failures.push_back(std::string("refused at the limit (") + c.what + "): " + e.what());
+    }
+  }
+  return failures;
+}
+
 }  // namespace hy4::harness

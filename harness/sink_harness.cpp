@@ -604,6 +604,28 @@ std::vector<std::string> sink_bad_argument_failures(int* classes) {
       {"the target is not named", [](SinkArgs& a) { a.aiter_padded_heads = 64; }},
   };
   std::vector<std::string> failures = refusal_failures<SinkPlan>(good(), bad);
+  // Exactly at each limit, accepted: out and lse put 2^40 bytes apart (only the plan is
+  // built, nothing is read), so rows past the buffers cannot overlap.
+  static const LimitCase<SinkArgs> at_limit[] = {
+      {"kMaxTokens tokens",
+       [](SinkArgs& a) {
+         a.out.tokens = a.lse.tokens = SinkPlan::kMaxTokens;
+         a.out.data = reinterpret_cast<void*>(uintptr_t{1} << 40);
+         a.lse.data = reinterpret_cast<void*>(uintptr_t{2} << 40);
+       }},
+      {"kMaxHeads heads of kMaxDim, strides kMaxStride",
+       [](SinkArgs& a) {
+         a.out.heads = a.lse.heads = SinkPlan::kMaxHeads;
+         a.out.cols = SinkPlan::kMaxDim;
+         a.out.head_stride = SinkPlan::kMaxDim;
+         a.out.token_stride = a.lse.token_stride = SinkPlan::kMaxStride;
+         a.lse.head_stride = 1;
+         a.aiter_padded_heads = 128;
+         a.out.data = reinterpret_cast<void*>(uintptr_t{1} << 40);
+         a.lse.data = reinterpret_cast<void*>(uintptr_t{2} << 40);
+       }},
+  };
+  for (const std::string& f : limit_failures<SinkPlan>(good(), at_limit)) failures.push_back(f);
   // What the policy allows is accepted.
   for (auto [p, dt, tg] : {std::tuple{16, AttnDType::BF16, SinkTarget::AnyBuilt}, {32, AttnDType::BF16, SinkTarget::Gfx942},
                            {64, AttnDType::BF16, SinkTarget::Gfx950}, {128, AttnDType::BF16, SinkTarget::AnyBuilt},

@@ -515,6 +515,33 @@ std::vector<std::string> topk_bad_argument_failures(int* classes) {
       {"'ids' overlaps 'weights'", [](TopkArgs& a) { a.ids.data = a.weights.data; a.ids.row_stride = a.weights.row_stride; }},
   };
   std::vector<std::string> failures = refusal_failures<TopkPlan>(good(), bad);
+  // Exactly at each limit, accepted.  The views are put 2^40 bytes apart (only the plan is
+  // built, nothing is read), so rows past the buffers cannot overlap.
+  static const LimitCase<TopkArgs> at_limit[] = {
+      {"kMaxRows rows",
+       [](TopkArgs& a) {
+         a.logits.rows = a.weights.rows = a.ids.rows = TopkPlan::kMaxRows;
+         a.logits.data = reinterpret_cast<void*>(uintptr_t{1} << 40);
+         a.weights.data = reinterpret_cast<void*>(uintptr_t{2} << 40);
+         a.ids.data = reinterpret_cast<void*>(uintptr_t{3} << 40);
+       }},
+      {"kMaxExperts columns, k = kMaxK", [](TopkArgs& a) {
+         a.logits.cols = TopkPlan::kMaxExperts;
+         a.logits.row_stride = TopkPlan::kMaxExperts;
+         a.logits.data = reinterpret_cast<void*>(uintptr_t{1} << 40);
+         a.k = TopkPlan::kMaxK;
+         a.weights.cols = a.ids.cols = a.weights.row_stride = a.ids.row_stride = TopkPlan::kMaxK;
+         a.weights.data = reinterpret_cast<void*>(uintptr_t{2} << 40);
+         a.ids.data = reinterpret_cast<void*>(uintptr_t{3} << 40);
+       }},
+      {"row stride kMaxStride", [](TopkArgs& a) {
+         a.logits.row_stride = a.weights.row_stride = a.ids.row_stride = TopkPlan::kMaxStride;
+         a.logits.data = reinterpret_cast<void*>(uintptr_t{1} << 40);
+         a.weights.data = reinterpret_cast<void*>(uintptr_t{2} << 40);
+         a.ids.data = reinterpret_cast<void*>(uintptr_t{3} << 40);
+       }},
+  };
+  for (const std::string& f : limit_failures<TopkPlan>(good(), at_limit)) failures.push_back(f);
   std::vector<float> wafter;
   std::vector<int32_t> iafter;
   weights.download(wafter, s);
