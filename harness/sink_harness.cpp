@@ -607,6 +607,12 @@ std::vector<std::string> sink_bad_argument_failures(int* classes) {
   // Exactly at each limit, accepted: out and lse put 2^40 bytes apart (only the plan is
   // built, nothing is read), so rows past the buffers cannot overlap.
   static const LimitCase<SinkArgs> at_limit[] = {
+      {"T = 0 with null sinks and kv_indptr (an empty batch reads nothing)",
+       [](SinkArgs& a) {
+         a.out.tokens = a.lse.tokens = 0;
+         a.sinks = nullptr;
+         a.kv_indptr = nullptr;
+       }},
       {"kMaxTokens tokens",
        [](SinkArgs& a) {
          a.out.tokens = a.lse.tokens = SinkPlan::kMaxTokens;

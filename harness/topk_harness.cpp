@@ -518,6 +518,11 @@ std::vector<std::string> topk_bad_argument_failures(int* classes) {
   // Exactly at each limit, accepted.  The views are put 2^40 bytes apart (only the plan is
   // built, nothing is read), so rows past the buffers cannot overlap.
   static const LimitCase<TopkArgs> at_limit[] = {
+      {"T = 0 with a null bias (an empty batch reads nothing)",
+       [](TopkArgs& a) {
+         a.logits.rows = a.weights.rows = a.ids.rows = 0;
+         a.bias = nullptr;
+       }},
       {"kMaxRows rows",
        [](TopkArgs& a) {
          a.logits.rows = a.weights.rows = a.ids.rows = TopkPlan::kMaxRows;

@@ -454,6 +454,20 @@ TEST(TopkProperties, BlockPerRowPastItsGridCapAndTheAutoSplit) {
     a.values = TopkValues::Mixed;
     EXPECT_TRUE(topk_case_passes(make_topk_case(0x5a + T, a), "topk.AutoSplit.T" + std::to_string(T)));
   }
+  // The choice itself (both paths give the same bits, so only this pins the split): HY V4's
+  // shape, a plan only (views at far fake addresses, nothing launched).
+  auto auto_plan = [](int64_t T) {
+    auto at = [](int n) { return reinterpret_cast<void*>(uintptr_t{static_cast<uintptr_t>(n)} << 40); };
+    TopkArgs x;
+    x.logits = MatrixView{at(1), DType::F32, T, 256, 256};
+    x.bias = static_cast<const float*>(at(4));
+    x.k = 8;
+    x.weights = MatrixView{at(2), DType::F32, T, 8, 8};
+    x.ids = MatrixView{at(3), DType::I32, T, 8, 8};
+    return TopkPlan(x);
+  };
+  EXPECT_TRUE(auto_plan(TopkPlan::kBlockPerRowMaxRows).block_per_row());
+  EXPECT_FALSE(auto_plan(TopkPlan::kBlockPerRowMaxRows + 1).block_per_row());
 }
 
 // ---- graph replay ----------------------------------------------------------------------------
