@@ -456,7 +456,7 @@ TEST(TopkProperties, BlockPerRowPastItsGridCapAndTheAutoSplit) {
   }
   // The choice itself (both paths give the same bits, so only this pins the split): HY V4's
   // shape, a plan only (views at far fake addresses, nothing launched).
-  auto auto_plan = [](int64_t T) {
+  auto auto_plan = [](int64_t T, TopkPath path = TopkPath::Auto) {
     auto at = [](int n) { return reinterpret_cast<void*>(uintptr_t{static_cast<uintptr_t>(n)} << 40); };
     TopkArgs x;
     x.logits = MatrixView{at(1), DType::F32, T, 256, 256};
@@ -464,10 +464,16 @@ TEST(TopkProperties, BlockPerRowPastItsGridCapAndTheAutoSplit) {
     x.k = 8;
     x.weights = MatrixView{at(2), DType::F32, T, 8, 8};
     x.ids = MatrixView{at(3), DType::I32, T, 8, 8};
+    x.path = path;
     return TopkPlan(x);
   };
   EXPECT_TRUE(auto_plan(TopkPlan::kBlockPerRowMaxRows).block_per_row());
   EXPECT_FALSE(auto_plan(TopkPlan::kBlockPerRowMaxRows + 1).block_per_row());
+  // A pinned path is taken on either side of the split.
+  for (int64_t T : {int64_t{1}, TopkPlan::kBlockPerRowMaxRows + 1}) {
+    EXPECT_FALSE(auto_plan(T, TopkPath::WarpPerRow).block_per_row()) << "T = " << T;
+    EXPECT_TRUE(auto_plan(T, TopkPath::BlockPerRow).block_per_row()) << "T = " << T;
+  }
 }
 
 // ---- graph replay ----------------------------------------------------------------------------
