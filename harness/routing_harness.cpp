@@ -398,19 +398,18 @@ Replays<RoutingCase, RoutingOutput> routing_graph_scenario(uint64_t seed, int64_
 }
 
 namespace {
-// A limit case's outputs: each at its own 2^40-byte distance, with the capacities the plan
-// asks for at these arguments.
+// A plan-only limit case's views and outputs, each at its own far address (refusals.h),
+// with the capacities the plan asks for at these arguments.
 void far_outputs(RoutingArgs& a) {
   const int64_t T = a.ids.rows;
   const int k = static_cast<int>(a.ids.cols);
-  auto at = [](int n) { return uintptr_t{static_cast<uintptr_t>(n)} << 40; };
-  a.ids.data = reinterpret_cast<void*>(at(1));
-  a.weights.data = reinterpret_cast<void*>(at(2));
-  a.sorted_ids = reinterpret_cast<int32_t*>(at(3));
-  a.sorted_weights = reinterpret_cast<float*>(at(4));
-  a.expert_of_block = reinterpret_cast<int32_t*>(at(5));
-  a.counts = reinterpret_cast<int32_t*>(at(6));
-  a.workspace = reinterpret_cast<int32_t*>(at(7));
+  a.ids.data = far_address(1);
+  a.weights.data = far_address(2);
+  a.sorted_ids = static_cast<int32_t*>(far_address(3));
+  a.sorted_weights = static_cast<float*>(far_address(4));
+  a.expert_of_block = static_cast<int32_t*>(far_address(5));
+  a.counts = static_cast<int32_t*>(far_address(6));
+  a.workspace = static_cast<int32_t*>(far_address(7));
   a.sorted_capacity = RoutingPlan::max_padded(T, k, a.experts, a.block_size);
   a.block_capacity = RoutingPlan::num_blocks(T, k, a.experts, a.block_size);
   a.workspace_capacity = RoutingPlan::workspace_elems(T, a.experts);
@@ -477,8 +476,7 @@ std::vector<std::string> routing_bad_argument_failures(int* classes) {
       {"'moe_out' has 3 rows", [](RoutingArgs& a) { a.moe_out = MatrixView{p_moe, DType::BF16, 3, 8, 8}; }},
   };
   std::vector<std::string> failures = refusal_failures<RoutingPlan>(good(), bad);
-  // Exactly at each limit, accepted: outputs sized by the plan's own formulas and put 2^40
-  // bytes apart (only the plan is built, nothing is read or written).
+  // Exactly at each limit, accepted (far_outputs: sized by the plan's own formulas).
   static const LimitCase<RoutingArgs> at_limit[] = {
       {"kMaxTokens tokens", [](RoutingArgs& a) { a.ids.rows = a.weights.rows = RoutingPlan::kMaxTokens; far_outputs(a); }},
       {"kMaxExperts experts, k = kMaxK, block kMaxBlockSize",

@@ -604,8 +604,7 @@ std::vector<std::string> sink_bad_argument_failures(int* classes) {
       {"the target is not named", [](SinkArgs& a) { a.aiter_padded_heads = 64; }},
   };
   std::vector<std::string> failures = refusal_failures<SinkPlan>(good(), bad);
-  // Exactly at each limit, accepted: out and lse put 2^40 bytes apart (only the plan is
-  // built, nothing is read), so rows past the buffers cannot overlap.
+  // Exactly at each limit, accepted (out and lse at far addresses, refusals.h).
   static const LimitCase<SinkArgs> at_limit[] = {
       {"T = 0 with null sinks and kv_indptr (an empty batch reads nothing)",
        [](SinkArgs& a) {
@@ -616,8 +615,8 @@ std::vector<std::string> sink_bad_argument_failures(int* classes) {
       {"kMaxTokens tokens",
        [](SinkArgs& a) {
          a.out.tokens = a.lse.tokens = SinkPlan::kMaxTokens;
-         a.out.data = reinterpret_cast<void*>(uintptr_t{1} << 40);
-         a.lse.data = reinterpret_cast<void*>(uintptr_t{2} << 40);
+         a.out.data = far_address(1);
+         a.lse.data = far_address(2);
        }},
       {"kMaxHeads heads of kMaxDim, strides kMaxStride",
        [](SinkArgs& a) {
@@ -627,8 +626,8 @@ std::vector<std::string> sink_bad_argument_failures(int* classes) {
          a.out.token_stride = a.lse.token_stride = SinkPlan::kMaxStride;
          a.lse.head_stride = 1;
          a.aiter_padded_heads = 128;
-         a.out.data = reinterpret_cast<void*>(uintptr_t{1} << 40);
-         a.lse.data = reinterpret_cast<void*>(uintptr_t{2} << 40);
+         a.out.data = far_address(1);
+         a.lse.data = far_address(2);
        }},
   };
   for (const std::string& f : limit_failures<SinkPlan>(good(), at_limit)) failures.push_back(f);

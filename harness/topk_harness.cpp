@@ -468,6 +468,15 @@ std::vector<TopkOutput> run_topk_replays(const TopkCase& capture, const std::vec
   return outs;
 }
 
+namespace {
+// A plan-only limit case's views, each at its own far address (refusals.h).
+void far_views(TopkArgs& a) {
+  a.logits.data = far_address(1);
+  a.weights.data = far_address(2);
+  a.ids.data = far_address(3);
+}
+}  // namespace
+
 std::vector<std::string> topk_bad_argument_failures(int* classes) {
   const int64_t T = 4;
   DeviceBuffer<float> logits(T * 300), bias(300), weights(T * 10);
@@ -515,8 +524,7 @@ std::vector<std::string> topk_bad_argument_failures(int* classes) {
       {"'ids' overlaps 'weights'", [](TopkArgs& a) { a.ids.data = a.weights.data; a.ids.row_stride = a.weights.row_stride; }},
   };
   std::vector<std::string> failures = refusal_failures<TopkPlan>(good(), bad);
-  // Exactly at each limit, accepted.  The views are put 2^40 bytes apart (only the plan is
-  // built, nothing is read), so rows past the buffers cannot overlap.
+  // Exactly at each limit, accepted (far_views: the views 2^40 bytes apart).
   static const LimitCase<TopkArgs> at_limit[] = {
       {"T = 0 with a null bias (an empty batch reads nothing)",
        [](TopkArgs& a) {
@@ -526,24 +534,18 @@ std::vector<std::string> topk_bad_argument_failures(int* classes) {
       {"kMaxRows rows",
        [](TopkArgs& a) {
          a.logits.rows = a.weights.rows = a.ids.rows = TopkPlan::kMaxRows;
-         a.logits.data = reinterpret_cast<void*>(uintptr_t{1} << 40);
-         a.weights.data = reinterpret_cast<void*>(uintptr_t{2} << 40);
-         a.ids.data = reinterpret_cast<void*>(uintptr_t{3} << 40);
+         far_views(a);
        }},
       {"kMaxExperts columns, k = kMaxK", [](TopkArgs& a) {
          a.logits.cols = TopkPlan::kMaxExperts;
          a.logits.row_stride = TopkPlan::kMaxExperts;
-         a.logits.data = reinterpret_cast<void*>(uintptr_t{1} << 40);
          a.k = TopkPlan::kMaxK;
          a.weights.cols = a.ids.cols = a.weights.row_stride = a.ids.row_stride = TopkPlan::kMaxK;
-         a.weights.data = reinterpret_cast<void*>(uintptr_t{2} << 40);
-         a.ids.data = reinterpret_cast<void*>(uintptr_t{3} << 40);
+         far_views(a);
        }},
       {"row stride kMaxStride", [](TopkArgs& a) {
          a.logits.row_stride = a.weights.row_stride = a.ids.row_stride = TopkPlan::kMaxStride;
-         a.logits.data = reinterpret_cast<void*>(uintptr_t{1} << 40);
-         a.weights.data = reinterpret_cast<void*>(uintptr_t{2} << 40);
-         a.ids.data = reinterpret_cast<void*>(uintptr_t{3} << 40);
+         far_views(a);
        }},
   };
   for (const std::string& f : limit_failures<TopkPlan>(good(), at_limit)) failures.push_back(f);

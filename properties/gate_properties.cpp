@@ -43,8 +43,9 @@ namespace {
 //   rows per block      1 (T < kPairFromRows) | 2 (from it on; odd T leaves the last pass one
 //                       row): PairedRowsBothSidesOfTheSplit, T = kPairFromRows - 1 .. + 2
 //   row slices          T < kSliceBelowRows: blocks of kSliceThreads (32), ceil(units /
-//                       kSliceThreads) slices per row along grid y | T >= it: one block per row (EveryWidth at T = 3
-//                       and T = 16; SlicedRowsBothSidesOfTheSplit, T = 15 | 16)
+//                       kSliceThreads) slices per row along grid y | T >= it: one block
+//                       per row (EveryWidth at T = 3 and T = 16;
+//                       SlicedRowsBothSidesOfTheSplit, T = 15 | 16)
 //   grid cap            GatePlan::kMaxGrid blocks = 2 x kMaxGrid rows (RowsPastTheGridCap)
 //   in place | not;  T = 0 | 1 | several
 rc::Gen<GateShape> gen_gate_shape(int64_t max_T) {
@@ -191,8 +192,8 @@ TEST(GateProperties, PairedRowsBothSidesOfTheSplit) {
 
 // Below GatePlan::kSliceBelowRows rows a row is cut into slices of kSliceThreads (32)
 // threads (grid y): both sides of the split, at HY V4's width (8 slices), with a tail
-// (vector) and on the scalar path (unaligned rows: 65 slices of 2049 elements), one slice (W = 8), in place
-// and not, and the plan's choice itself.
+// (vector) and on the scalar path (unaligned rows: 65 slices of 2049 elements), one slice
+// (W = 8), in place and not, and the plan's choice itself.
 TEST(GateProperties, SlicedRowsBothSidesOfTheSplit) {
   HY4_REQUIRE_DEVICE();
   for (int64_t T : {int64_t{1}, GatePlan::kSliceBelowRows - 1, GatePlan::kSliceBelowRows})

@@ -12,6 +12,7 @@
 
 #include "device_buffer.h"
 #include "platform/hy4_numeric.h"
+#include "refusals.h"
 #include "support/suite.h"
 #include "topk.h"
 #include "topk_harness.h"
@@ -457,13 +458,13 @@ TEST(TopkProperties, BlockPerRowPastItsGridCapAndTheAutoSplit) {
   // The choice itself (both paths give the same bits, so only this pins the split): HY V4's
   // shape, a plan only (views at far fake addresses, nothing launched).
   auto auto_plan = [](int64_t T, TopkPath path = TopkPath::Auto) {
-    auto at = [](int n) { return reinterpret_cast<void*>(uintptr_t{static_cast<uintptr_t>(n)} << 40); };
+    using hy4::harness::far_address;
     TopkArgs x;
-    x.logits = MatrixView{at(1), DType::F32, T, 256, 256};
-    x.bias = static_cast<const float*>(at(4));
+    x.logits = MatrixView{far_address(1), DType::F32, T, 256, 256};
+    x.bias = static_cast<const float*>(far_address(4));
     x.k = 8;
-    x.weights = MatrixView{at(2), DType::F32, T, 8, 8};
-    x.ids = MatrixView{at(3), DType::I32, T, 8, 8};
+    x.weights = MatrixView{far_address(2), DType::F32, T, 8, 8};
+    x.ids = MatrixView{far_address(3), DType::I32, T, 8, 8};
     x.path = path;
     return TopkPlan(x);
   };
