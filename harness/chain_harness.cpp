@@ -159,22 +159,25 @@ std::vector<ConformanceRow> conform_chain(const ConformanceOptions& o) {
   ScopedStream s;
   const uint64_t seed = o.seeds.empty() ? 1 : o.seeds[0];
   int64_t bad = 0;
-  for (int64_t T : {1, 64, 300}) {
-    for (const ChainRun& r : run_topk_routing_chain(seed + T, T, 8, s)) {
-      ++row.cases;
-      const Verdict v = check_chain(r, s);
-      if (!v.ok()) {
-        ++bad;
-        if (row.detail.empty()) {
-          TopkCase keep = r.topk;
-          keep.origin = "conformance.chain (topk stage of a failing chain replay)";
-          row.detail = v.summary().substr(0, 300) + "; topk case: " + save_failed_case(topk_to_file(keep), "conformance.chain." + std::to_string(T));
+  guarded_stage(row, "the chain replays", [&] {
+    for (int64_t T : {1, 64, 300}) {
+      for (const ChainRun& r : run_topk_routing_chain(seed + T, T, 8, s)) {
+        ++row.cases;
+        const Verdict v = check_chain(r, s);
+        if (!v.ok()) {
+          ++bad;
+          if (row.detail.empty()) {
+            TopkCase keep = r.topk;
+            keep.origin = "conformance.chain (topk stage of a failing chain replay)";
+            row.detail = v.summary().substr(0, 300) + "; topk case: " +
+                         save_failed_case(topk_to_file(keep), "conformance.chain." + std::to_string(T));
+          }
         }
       }
     }
-  }
-  row.pass = bad == 0;
-  row.worst = std::to_string(bad) + " replays differ";
+  });
+  row.worst = std::to_string(bad) + " replays differ" + (row.pass ? "" : "; threw");
+  row.pass = row.pass && bad == 0;
   return {row};
 }
 

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "conformance.h"
@@ -57,11 +58,21 @@ int main(int argc, char** argv) {
   std::printf("hy4-conformance: backend %s, device %s, %zu seeds x %d random cases per op\n\n",
               hy4::rt::backend_name(), hy4::rt::device_name().c_str(), o.seeds.size(), o.cases_per_seed);
   std::vector<hy4::harness::ConformanceRow> rows;
-  for (auto& r : hy4::harness::conform_gate(o)) rows.push_back(r);
-  for (auto& r : hy4::harness::conform_sink(o)) rows.push_back(r);
-  for (auto& r : hy4::harness::conform_topk(o)) rows.push_back(r);
-  for (auto& r : hy4::harness::conform_routing(o)) rows.push_back(r);
-  for (auto& r : hy4::harness::conform_chain(o)) rows.push_back(r);
+  // Each battery catches what its own stages throw; this is the last net, so that one
+  // op's failure is a FAIL row and the other ops still run.
+  const std::pair<const char*, std::vector<hy4::harness::ConformanceRow> (*)(const hy4::harness::ConformanceOptions&)>
+      batteries[] = {{"gate", hy4::harness::conform_gate},
+                     {"sink", hy4::harness::conform_sink},
+                     {"topk", hy4::harness::conform_topk},
+                     {"routing", hy4::harness::conform_routing},
+                     {"chain", hy4::harness::conform_chain}};
+  for (const auto& [op, conform] : batteries) {
+    try {
+      for (auto& r : conform(o)) rows.push_back(r);
+    } catch (const std::exception& e) {
+      rows.push_back({op, "battery", 0, "threw", false, std::string("threw: ") + e.what()});
+    }
+  }
 
   std::printf("%-8s %-40s %7s  %-36s %s\n", "op", "check", "cases", "worst", "result");
   std::printf("%s\n", std::string(100, '-').c_str());
