@@ -10,6 +10,8 @@ the same mechanics (plant_campaign.prepare / try_plant; your tree is never edite
   logic    && -> ||, || -> &&
   off1     "+ 1" and "- 1" dropped  (an index, a bound or a count one off)
   minmax   min( <-> max(, fminf( <-> fmaxf(
+  sync     a dev::sync_block(); or dev::sync_warp(); dropped  (a missing barrier: a race)
+  warp     dev::warp_size() -> 32, -> 64  (a kernel that assumes one warp size)
 
 A mutant is CAUGHT when some test of the file's ctest label fails (ctest stops at the first
 failure), SURVIVED when the whole label passes.  A survivor is either a hole in the suite
@@ -47,6 +49,8 @@ OPERATORS = {
     "off1": [(re.compile(r" \+ 1(?![\d.xXuUlLfF])"), ""), (re.compile(r" - 1(?![\d.xXuUlLfF])"), "")],
     "minmax": [(re.compile(r"\bmin\("), "max("), (re.compile(r"\bmax\("), "min("),
                (re.compile(r"\bfminf\("), "fmaxf("), (re.compile(r"\bfmaxf\("), "fminf(")],
+    "sync": [(re.compile(r"\bdev::sync_(?:block|warp)\(\);"), ";")],
+    "warp": [(re.compile(r"\bdev::warp_size\(\)"), "32"), (re.compile(r"\bdev::warp_size\(\)"), "64")],
 }
 
 
