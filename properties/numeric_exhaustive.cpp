@@ -3,7 +3,9 @@
 //   1. accuracy against float64: the largest error in ULPs is printed and asserted;
 //   2. the backend's device computes the same bits as the host (all inputs on a GPU;
 //      every HY4_EXHAUSTIVE_STRIDE-th input on the CPU executor, default 101, since
-//      there both sides are the same compiler's code).
+//      there both sides are the same compiler's code);
+//   3. bf16_from_f32 against round-to-nearest-even worked out by float64 distance
+//      (ctest numeric.exhaustive.bf16_rounding, labels exhaustive and numeric).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -102,6 +104,57 @@ TEST(NumericExhaustive, AccuracyAgainstFloat64OverAll2To32Inputs) {
   EXPECT_LE(wl.ulp, kLogBound);
   EXPECT_LE(ws.ulp, kSigmoidBound);
   EXPECT_EQ(sigmoid_tiny_violations, 0u);
+}
+
+// bf16_from_f32 is shared by the kernels and the references (the bit model), so the
+// differential checks cannot see a wrong rounding there; this test holds it to its own
+// definition instead, worked out another way: of the two bf16 values around x (x's bits
+// cut toward zero, and one bf16 step away from zero; 2^128 past the largest finite, which
+// IEEE's overflow rule rounds to infinity), the nearer one by float64 distance, the one
+// with an even last bit on a tie; every NaN gives 0x7FC0, +-inf and +-0 keep their sign.
+namespace {
+double bf16_magnitude(uint32_t mag16) {  // |value| of a bf16 magnitude; 0x7F80 -> 2^128 here
+  return mag16 == 0x7f80u ? 0x1p128 : static_cast<double>(hy4::f32_from_bits(mag16 << 16));
+}
+uint16_t bf16_nearest_even(uint32_t u) {
+  const uint32_t sign16 = (u >> 16) & 0x8000u, mag = u & 0x7fffffffu;
+  if (mag > 0x7f800000u) return 0x7FC0;
+  const uint32_t lo = mag >> 16;
+  if ((mag & 0xffffu) == 0) return static_cast<uint16_t>(sign16 | lo);  // exactly a bf16 (+-0, +-inf included)
+  const double x = hy4::f32_from_bits(mag), below = x - bf16_magnitude(lo), above = bf16_magnitude(lo + 1) - x;
+  const uint32_t pick = below < above ? lo : above < below ? lo + 1 : ((lo & 1) == 0 ? lo : lo + 1);
+  return static_cast<uint16_t>(sign16 | pick);
+}
+}  // namespace
+
+TEST(NumericExhaustive, Bf16RoundingOverAll2To32Inputs) {
+  std::atomic<uint64_t> bad{0};
+  std::mutex mu;
+  uint32_t first_bad = 0;
+  parallel_over_all_inputs([&](uint64_t b, uint64_t e) {
+    uint64_t local = 0;
+    uint32_t at = 0;
+    for (uint64_t v = b; v < e; ++v) {
+      const uint32_t u = static_cast<uint32_t>(v);
+      if (hy4::bf16_from_f32(hy4::f32_from_bits(u)) != bf16_nearest_even(u) && local++ == 0) at = u;
+    }
+    if (local) {
+      std::lock_guard<std::mutex> lk(mu);
+      if (bad == 0 || at < first_bad) first_bad = at;
+      bad += local;
+    }
+  });
+  // Hand-worked cases, so the expectation above is itself checked.
+  EXPECT_EQ(bf16_nearest_even(0x3f808000u), 0x3f80);  // 1 + 2^-8: a tie, down to the even 1.0
+  EXPECT_EQ(bf16_nearest_even(0x3f818000u), 0x3f82);  // a tie, up to the even neighbour
+  EXPECT_EQ(bf16_nearest_even(0x3f808001u), 0x3f81);  // just past a tie: up
+  EXPECT_EQ(bf16_nearest_even(0x7f7fffffu), 0x7f80);  // FLT_MAX rounds to +inf
+  EXPECT_EQ(bf16_nearest_even(0x7f7f7fffu), 0x7f7f);  // below the overflow tie: the largest finite
+  EXPECT_EQ(bf16_nearest_even(0x80008000u), 0x8000);  // a subnormal tie: down to -0
+  EXPECT_EQ(bf16_nearest_even(0xff800001u), 0x7fc0);  // any NaN: the canonical one
+  std::printf("[hy4] bf16_from_f32: %llu of 2^32 inputs differ from nearest-even (first at 0x%08x)\n",
+              static_cast<unsigned long long>(bad.load()), first_bad);
+  EXPECT_EQ(bad.load(), 0u) << "bf16_from_f32 differs from round-to-nearest-even first at input 0x" << std::hex << first_bad;
 }
 
 TEST(NumericExhaustive, DeviceBitsEqualHostBits) {
