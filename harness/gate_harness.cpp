@@ -349,6 +349,20 @@ std::vector<std::string> gate_bad_argument_failures(int* classes) {
          x.gate = x.out = x.attn;
        }},
       {"row stride kMaxStride", [](GateArgs& x) { x.attn.row_stride = GatePlan::kMaxStride; x.gate = x.out = x.attn; }},
+      // Layouts at the edge of the checks, accepted (op_common's shared checks):
+      {"T = 0 with null attn, gate and out (an empty tensor's data pointer may be null)",
+       [](GateArgs& x) {
+         x.attn.rows = x.gate.rows = x.out.rows = 0;
+         x.attn.data = x.gate.data = x.out.data = nullptr;
+       }},
+      {"one row with row strides 1 and 0 (a size-1 dimension's stride is never used: a [W, 1] view transposed)",
+       [](GateArgs& x) {
+         x.attn.rows = x.gate.rows = x.out.rows = 1;
+         x.attn.row_stride = 1;
+         x.gate.row_stride = 0;
+       }},
+      {"out starting where attn's last row ends (attn's row padding is not part of it)",
+       [](GateArgs& x) { x.out.data = static_cast<uint16_t*>(x.attn.data) + (x.attn.rows - 1) * x.attn.row_stride + x.attn.cols; }},
   };
   for (const std::string& f : limit_failures<GatePlan>(good(), at_limit)) failures.push_back(f);
   std::vector<uint16_t> after;

@@ -491,6 +491,17 @@ std::vector<std::string> routing_bad_argument_failures(int* classes) {
          a.ids.row_stride = a.weights.row_stride = RoutingPlan::kMaxStride;
          far_outputs(a);
        }},
+      {"T = 0 with null ids and weights (an empty tensor's data pointer may be null)",
+       [](RoutingArgs& a) {
+         a.ids.rows = a.weights.rows = 0;
+         a.ids.data = a.weights.data = nullptr;
+       }},
+      {"one token with row strides 1 and 0 (a size-1 dimension's stride is never used)",
+       [](RoutingArgs& a) {
+         a.ids.rows = a.weights.rows = 1;
+         a.ids.row_stride = 1;
+         a.weights.row_stride = 0;
+       }},
   };
   for (const std::string& f : limit_failures<RoutingPlan>(good(), at_limit)) failures.push_back(f);
   std::vector<int32_t> after;

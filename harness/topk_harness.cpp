@@ -547,6 +547,22 @@ std::vector<std::string> topk_bad_argument_failures(int* classes) {
          a.logits.row_stride = a.weights.row_stride = a.ids.row_stride = TopkPlan::kMaxStride;
          far_views(a);
        }},
+      {"T = 0 with null logits, weights and ids (an empty tensor's data pointer may be null)",
+       [](TopkArgs& a) {
+         a.logits.rows = a.weights.rows = a.ids.rows = 0;
+         a.logits.data = a.weights.data = a.ids.data = nullptr;
+       }},
+      {"one row with row strides 1 and 0 (a size-1 dimension's stride is never used)",
+       [](TopkArgs& a) {
+         a.logits.rows = a.weights.rows = a.ids.rows = 1;
+         a.logits.row_stride = 1;
+         a.weights.row_stride = 0;
+       }},
+      {"ids starting where weights' last row ends (weights' row padding is not part of it)",
+       [](TopkArgs& a) {
+         far_views(a);
+         a.ids.data = static_cast<float*>(a.weights.data) + (a.weights.rows - 1) * a.weights.row_stride + a.weights.cols;
+       }},
   };
   for (const std::string& f : limit_failures<TopkPlan>(good(), at_limit)) failures.push_back(f);
   std::vector<float> wafter;

@@ -40,9 +40,15 @@ namespace check {
 // Each throws ArgumentError("<op>: argument '<name>' ...") when the rule is broken.
 void dtype_is(const char* op, const char* name, const MatrixView& v, DType want);
 void shape(const char* op, const char* name, const MatrixView& v, int64_t rows, int64_t cols_min, int64_t cols_max);
+// Row stride in [cols, max_stride]; a view of 0 or 1 rows may have any stride in
+// [0, max_stride], since it is never used (PyTorch gives size-1 dimensions any stride:
+// a [W, 1] tensor transposed has row stride 1).  SPEC's "stride smaller than the row" is
+// read as a stride that a second row would overlap with.
 void stride(const char* op, const char* name, const MatrixView& v, int64_t max_stride);
+// Null is refused only for a view with elements (an empty tensor's pointer may be null).
 void pointer(const char* op, const char* name, const MatrixView& v, int64_t align_bytes);
 // out may be exactly the same view as in (in place) but must not overlap it otherwise.
+// A view's extent ends with its last row's last element (its row padding is not in it).
 void no_partial_overlap(const char* op, const char* out_name, const MatrixView& out, const char* in_name,
                         const MatrixView& in);
 [[noreturn]] void fail(const char* op, const std::string& what);
