@@ -496,6 +496,24 @@ std::vector<std::string> routing_bad_argument_failures(int* classes) {
          a.ids.rows = a.weights.rows = 0;
          a.ids.data = a.weights.data = nullptr;
        }},
+      {"the five outputs back to back, each starting where the one before it ends",
+       [](RoutingArgs& a) {
+         far_outputs(a);
+         int32_t* p = a.sorted_ids;
+         a.sorted_weights = reinterpret_cast<float*>(p += a.sorted_capacity);
+         a.expert_of_block = p += a.sorted_capacity;
+         a.counts = p += a.block_capacity;
+         a.workspace = p + 2;
+       }},
+      {"the five outputs back to back in the other order",
+       [](RoutingArgs& a) {
+         far_outputs(a);
+         int32_t* p = a.workspace;
+         a.counts = p += a.workspace_capacity;
+         a.expert_of_block = p += 2;
+         a.sorted_weights = reinterpret_cast<float*>(p += a.block_capacity);
+         a.sorted_ids = p + a.sorted_capacity;
+       }},
       {"one token with row strides 1 and 0 (a size-1 dimension's stride is never used)",
        [](RoutingArgs& a) {
          a.ids.rows = a.weights.rows = 1;
