@@ -204,7 +204,13 @@ def try_plant(build, p, stop_on_failure=False, timeout=900):
             # The quick tests take under 40 s each: 120 s is a hang (a loop that never ends
             # cost the whole per-test limit, twice, before this).
             quick_cmd = cmd[:-1] + [str(min(timeout, 120))]
-            stages = [quick_cmd + ["-R", quick, "--stop-on-failure"], cmd + ["-E", quick, "--stop-on-failure"]]
+            # Then the conformance run (every op's bad-argument classes and limits, a few
+            # cases each, ~15 s): a plan's refusal mutants fail there, not after the op's
+            # whole property suite.
+            conformance = ["ctest", "--test-dir", build, "-j2", "-L", "conformance", "--timeout",
+                           str(min(timeout, 120)), "--stop-on-failure"]
+            stages = [quick_cmd + ["-R", quick, "--stop-on-failure"], conformance,
+                      cmd + ["-E", quick, "--stop-on-failure"]]
         failed = []
         for stage in stages:
             r = run_group(stage, env)
