@@ -629,6 +629,19 @@ std::vector<std::string> sink_bad_argument_failures(int* classes) {
          a.out.data = far_address(1);
          a.lse.data = far_address(2);
        }},
+      {"one token whose heads are kMaxStride apart (head stride at its limit)",
+       [](SinkArgs& a) {
+         a.out.tokens = a.lse.tokens = 1;
+         a.out.head_stride = a.lse.head_stride = SinkPlan::kMaxStride;
+         a.out.data = far_address(1);
+         a.lse.data = far_address(2);
+       }},
+      {"one token of one head with strides 0 (a size-1 dimension's stride is never used)",
+       [](SinkArgs& a) {
+         a.out.tokens = a.lse.tokens = 1;
+         a.out.heads = a.lse.heads = 1;
+         a.out.head_stride = a.out.token_stride = a.lse.head_stride = a.lse.token_stride = 0;
+       }},
   };
   for (const std::string& f : limit_failures<SinkPlan>(good(), at_limit)) failures.push_back(f);
   // What the policy allows is accepted.
