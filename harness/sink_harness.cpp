@@ -584,7 +584,7 @@ std::vector<std::string> sink_bad_argument_failures(int* classes) {
       {"'out' has head dim 0", [](SinkArgs& a) { a.out.cols = 0; }},
       {"'lse' has 2 columns", [](SinkArgs& a) { a.lse.cols = 2; }},
       {"'out' has head stride 63", [](SinkArgs& a) { a.out.head_stride = 63; }},
-      {"'out' has token stride 959", [](SinkArgs& a) { a.out.token_stride = 959; }},
+      {"'out' has token stride 959, smaller than its 8 heads span (960)", [](SinkArgs& a) { a.out.token_stride = 959; }},
       {"'lse' has token stride 14", [](SinkArgs& a) { a.lse.token_stride = 14; }},
       {"'out' has a stride outside", [](SinkArgs& a) { a.out.token_stride = SinkPlan::kMaxStride + 1; }},
       {"'lse' has a stride outside", [](SinkArgs& a) { a.lse.head_stride = SinkPlan::kMaxStride + 1; }},
@@ -606,9 +606,11 @@ std::vector<std::string> sink_bad_argument_failures(int* classes) {
   std::vector<std::string> failures = refusal_failures<SinkPlan>(good(), bad);
   // Exactly at each limit, accepted (out and lse at far addresses, refusals.h).
   static const LimitCase<SinkArgs> at_limit[] = {
-      {"T = 0 with null sinks and kv_indptr (an empty batch reads nothing)",
+      {"T = 0 with null out, lse, sinks and kv_indptr (an empty batch reads nothing)",
        [](SinkArgs& a) {
          a.out.tokens = a.lse.tokens = 0;
+         a.out.data = nullptr;
+         a.lse.data = nullptr;
          a.sinks = nullptr;
          a.kv_indptr = nullptr;
        }},
