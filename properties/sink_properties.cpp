@@ -250,6 +250,32 @@ TEST(SinkProperties, SpreadHeadsBothSidesOfTheSplit) {
   EXPECT_EQ(plan_of(SinkPlan::kSpreadHeadsMaxTokens + 1).grid_groups(), 1);
 }
 
+// The vector path is exact like the scalar one, so only the plan's choice shows a split
+// moved the wrong way (a decode batch falling back to scalar loads).  16-byte vectors
+// whenever D is a multiple of the vector and every row that exists starts aligned: a
+// stride of a size-1 dimension (one token, one head) is never used, so it does not count.
+TEST(SinkProperties, VectorPathWheneverEveryRowStartsAligned) {
+  alignas(16) static uint16_t out[2 * 4 * 520 + 8];
+  static float lse[64], sinks[4];
+  static int32_t indptr[4];
+  auto plan_of = [&](int64_t T, int64_t H, int64_t D, int64_t token_stride, int64_t head_stride, int64_t offset) {
+    SinkArgs a;
+    a.out = HeadView{out + offset, DType::BF16, T, H, D, token_stride, head_stride};
+    a.lse = HeadView{lse, DType::F32, T, H, 1, H, 1};
+    a.sinks = sinks;
+    a.kv_indptr = indptr;
+    return SinkPlan(a);
+  };
+  EXPECT_TRUE(plan_of(2, 4, 512, 4 * 520, 520, 0).vector_path());    // aligned strides
+  EXPECT_TRUE(plan_of(1, 4, 512, 2073, 520, 0).vector_path());       // one token: its stride unused
+  EXPECT_TRUE(plan_of(2, 1, 512, 2048, 517, 0).vector_path());       // one head: its stride unused
+  EXPECT_TRUE(plan_of(1, 1, 512, 1, 1, 0).vector_path());            // neither stride used
+  EXPECT_FALSE(plan_of(2, 4, 512, 2073, 520, 0).vector_path());      // an odd token stride
+  EXPECT_FALSE(plan_of(2, 4, 512, 4 * 520, 516, 0).vector_path());   // a head stride of 4 elements
+  EXPECT_FALSE(plan_of(2, 4, 508, 4 * 520, 520, 0).vector_path());   // D not a multiple of 8
+  EXPECT_FALSE(plan_of(1, 1, 512, 512, 512, 4).vector_path());       // row 0 starts 8 bytes off
+}
+
 TEST(SinkProperties, EveryRowEmptyAndOnlyTheLastEmpty) {
   HY4_REQUIRE_DEVICE();
   for (uint64_t seed : test::seed_list()) {
