@@ -597,9 +597,14 @@ std::vector<std::string> sink_bad_argument_failures(int* classes) {
       {"'lse' is not aligned to 4 bytes", [](SinkArgs& a) { a.lse.data = reinterpret_cast<char*>(a.lse.data) + 2; }},
       {"'sinks' is not aligned", [](SinkArgs& a) { a.sinks = reinterpret_cast<const float*>(reinterpret_cast<const char*>(a.sinks) + 1); }},
       {"'lse' overlaps 'out'", [](SinkArgs& a) { a.lse.data = static_cast<char*>(a.out.data) + 64; }},
-      {"'aiter_padded_heads' is 24 for BF16 attention: BF16 allows padded heads {16, 32, 64, 128}", [](SinkArgs& a) { a.aiter_padded_heads = 24; }},
+      {"'aiter_padded_heads' is 24 for BF16 attention: BF16 allows padded heads {16, 32, 64, 128}",
+       [](SinkArgs& a) { a.aiter_padded_heads = 24; }},
       {"'aiter_padded_heads' is 4, fewer than the 8 heads", [](SinkArgs& a) { a.aiter_padded_heads = 4; }},
-      {"'aiter_padded_heads' is 32 for FP8 attention: FP8 allows padded heads {16, 128}", [](SinkArgs& a) { a.aiter_padded_heads = 32; a.attn_dtype = AttnDType::FP8; }},
+      {"'aiter_padded_heads' is 32 for FP8 attention: FP8 allows padded heads {16, 128}",
+       [](SinkArgs& a) {
+         a.aiter_padded_heads = 32;
+         a.attn_dtype = AttnDType::FP8;
+       }},
       {"gfx942 has no BF16 64-head bucket", [](SinkArgs& a) { a.aiter_padded_heads = 64; a.target = SinkTarget::Gfx942; }},
       {"the target is not named", [](SinkArgs& a) { a.aiter_padded_heads = 64; }},
   };

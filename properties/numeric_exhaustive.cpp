@@ -154,7 +154,8 @@ TEST(NumericExhaustive, Bf16RoundingOverAll2To32Inputs) {
   EXPECT_EQ(bf16_nearest_even(0xff800001u), 0x7fc0);  // any NaN: the canonical one
   std::printf("[hy4] bf16_from_f32: %llu of 2^32 inputs differ from nearest-even (first at 0x%08x)\n",
               static_cast<unsigned long long>(bad.load()), first_bad);
-  EXPECT_EQ(bad.load(), 0u) << "bf16_from_f32 differs from round-to-nearest-even first at input 0x" << std::hex << first_bad;
+  EXPECT_EQ(bad.load(), 0u) << "bf16_from_f32 differs from round-to-nearest-even first at input 0x" << std::hex
+                            << first_bad;
 }
 
 TEST(NumericExhaustive, DeviceBitsEqualHostBits) {
