@@ -362,9 +362,7 @@ std::vector<std::string> gate_bad_argument_failures(int* classes) {
          x.gate.row_stride = 0;
        }},
       {"out starting where attn's last row ends (attn's row padding is not part of it)",
-       [](GateArgs& x) {
-         x.out.data = static_cast<uint16_t*>(x.attn.data) + (x.attn.rows - 1) * x.attn.row_stride + x.attn.cols;
-       }},
+       [](GateArgs& x) { x.out.data = past_last_element(x.attn); }},
   };
   for (const std::string& f : limit_failures<GatePlan>(good(), at_limit)) failures.push_back(f);
   std::vector<uint16_t> after;

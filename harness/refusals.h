@@ -30,6 +30,12 @@ using LimitCase = ArgsCase<Args>;
 // A fake device address for a plan-only limit case, n x 2^40 (never dereferenced).
 inline void* far_address(int n) { return reinterpret_cast<void*>(static_cast<uintptr_t>(n) << 40); }
 
+// The address just past a view's last element: where a view may start without overlapping
+// it (its last row's padding is not part of it).
+inline void* past_last_element(const MatrixView& v) {
+  return static_cast<char*>(v.data) + ((v.rows - 1) * v.row_stride + v.cols) * dtype_size(v.dtype);
+}
+
 // Returns one line per class the plan accepted or refused without naming the argument
 // (and one if the good arguments were refused).
 template <class Plan, class Args, std::size_t N>

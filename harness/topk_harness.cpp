@@ -561,7 +561,7 @@ std::vector<std::string> topk_bad_argument_failures(int* classes) {
       {"ids starting where weights' last row ends (weights' row padding is not part of it)",
        [](TopkArgs& a) {
          far_views(a);
-         a.ids.data = static_cast<float*>(a.weights.data) + (a.weights.rows - 1) * a.weights.row_stride + a.weights.cols;
+         a.ids.data = past_last_element(a.weights);
        }},
   };
   for (const std::string& f : limit_failures<TopkPlan>(good(), at_limit)) failures.push_back(f);
