@@ -1,12 +1,13 @@
 // gate_fuzzer: libFuzzer target for the gate op.  The input is structured (see
 // parse below): shape, strides, offsets, in-place, warp size, eager or graph, then the
-// attn / gate bits (the rest from a seed).  Each input runs the differential check
+// attn / gate bits (the rest from a seed).  T reaches both sides of every row split of the plan.  Each input runs the differential check
 // (bitwise vs the bit model, float64 bound, nothing outside the view written); a
 // failure writes a case file for hy4-repro and aborts.
 #include <fuzzer/FuzzedDataProvider.h>
 
 
 #include "device_buffer.h"
+#include "gate.h"
 #include "gate_harness.h"
 #include "platform/runtime.h"
 
@@ -15,13 +16,19 @@ using namespace hy4::harness;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
   GateShape s;
-  s.T = in.ConsumeIntegralInRange<int64_t>(0, 12);
+  // T on both sides of each of the plan's row splits: the decode kernel below
+  // kSliceBelowRows rows and gate_kernel from there (most inputs), one block per two rows
+  // from kPairFromRows (a few, with narrow rows so an input stays fast).
+  const bool long_band = in.ConsumeIntegralInRange<int>(0, 7) == 0;
+  s.T = long_band ? hy4::GatePlan::kPairFromRows + in.ConsumeIntegralInRange<int64_t>(-6, 6)
+                  : in.ConsumeIntegralInRange<int64_t>(0, 2 * hy4::GatePlan::kSliceBelowRows + 4);
   switch (in.ConsumeIntegralInRange<int>(0, 3)) {
     case 0: s.W = in.ConsumeIntegralInRange<int64_t>(1, 40); break;
     case 1: s.W = 2048 + in.ConsumeIntegralInRange<int64_t>(-9, 9); break;
     case 2: s.W = 8 * in.ConsumeIntegralInRange<int64_t>(1, 64); break;
     default: s.W = in.ConsumeIntegralInRange<int64_t>(1, 2600); break;
   }
+  if (long_band) s.W = 1 + (s.W - 1) % 48;
   s.attn_pad = in.ConsumeIntegralInRange<int64_t>(0, 17);
   s.gate_pad = in.ConsumeIntegralInRange<int64_t>(0, 17);
   s.out_pad = in.ConsumeIntegralInRange<int64_t>(0, 17);

@@ -7,6 +7,7 @@
 
 #include "device_buffer.h"
 #include "platform/runtime.h"
+#include "routing.h"
 #include "routing_harness.h"
 
 using namespace hy4::harness;
@@ -14,9 +15,16 @@ using namespace hy4::harness;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
   RoutingShape s;
-  s.T = in.ConsumeBool() ? in.ConsumeIntegralInRange<int64_t>(0, 8) : in.ConsumeIntegralInRange<int64_t>(0, 300);
+  // T: decode sizes, up to 300 (one kernel up to kSingleMaxEntries entries, two above),
+  // and a few around kChunkTokens x kMaxChunks tokens, where chunks stop multiplying and
+  // grow longer instead (those with k <= 4 so an input stays fast).
+  const int band = in.ConsumeIntegralInRange<int>(0, 15);
+  const bool long_band = band == 0;
+  s.T = long_band ? int64_t{hy4::RoutingPlan::kChunkTokens} * hy4::RoutingPlan::kMaxChunks + in.ConsumeIntegralInRange<int64_t>(-3, 3)
+        : band < 8 ? in.ConsumeIntegralInRange<int64_t>(0, 8) : in.ConsumeIntegralInRange<int64_t>(0, 300);
   s.E = in.ConsumeBool() ? 256 : in.ConsumeIntegralInRange<int>(1, 512);
   s.k = in.ConsumeIntegralInRange<int>(1, std::min(s.E, 32));
+  if (long_band) s.k = 1 + (s.k - 1) % 4;
   s.block_size = 1 << in.ConsumeIntegralInRange<int>(0, 10);
   s.ids_pad = in.ConsumeIntegralInRange<int64_t>(0, 3);
   s.weights_pad = in.ConsumeIntegralInRange<int64_t>(0, 3);

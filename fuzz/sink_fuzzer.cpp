@@ -1,6 +1,7 @@
 // sink_fuzzer: libFuzzer target for the sink op.  Structured input: shape (T, H, D,
 // dtype, head / token pads, lse strides, offsets), value mode, warp size, eager or
-// graph and seed; then one kv length per token (so empty rows can sit anywhere), and
+// graph and seed; then one kv length per token for the first 16 (repeating past them: empty
+// rows can sit anywhere), and
 // the remaining bytes overwrite lse words and then sinks, so the fuzzer can plant
 // -inf, +inf, NaN and extreme values exactly.  Differential check as in the
 // properties; a failure writes a case file for hy4-repro and aborts.
@@ -8,6 +9,7 @@
 
 #include "device_buffer.h"
 #include "platform/runtime.h"
+#include "sink.h"
 #include "sink_harness.h"
 
 using namespace hy4::harness;
@@ -15,9 +17,18 @@ using namespace hy4::harness;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
   SinkShape s;
-  s.T = in.ConsumeIntegralInRange<int64_t>(0, 6);
+  // T: most inputs up to 12 tokens; a few on either side of each token split of the plan
+  // (kSpreadHeadsMaxTokens; tokens_per_block 1 -> 2 at 2048 and 3 -> 4 at 4096, with a
+  // last block short of tokens), those with at most 4 heads of at most 16 elements so
+  // an input stays fast.  Lengths past the first 16 tokens repeat (make_sink_case).
+  const int band = in.ConsumeIntegralInRange<int>(0, 15);
+  const int64_t split = band == 0 ? hy4::SinkPlan::kSpreadHeadsMaxTokens
+                        : band == 1 ? 2 * hy4::SinkPlan::kTokensPerBlockStep
+                        : band == 2 ? 4 * hy4::SinkPlan::kTokensPerBlockStep : 0;
+  s.T = split ? split + in.ConsumeIntegralInRange<int64_t>(-3, 3) : in.ConsumeIntegralInRange<int64_t>(0, 12);
   s.H = in.ConsumeBool() ? 8 : in.ConsumeIntegralInRange<int64_t>(1, 40);
   s.D = in.ConsumeBool() ? in.ConsumeIntegralInRange<int64_t>(1, 72) : in.ConsumeIntegralInRange<int64_t>(1, std::min<int64_t>(1024, 1024 / s.H + 1));
+  if (split > 64) s.H = 1 + (s.H - 1) % 4, s.D = 1 + (s.D - 1) % 16;
   s.out_bf16 = in.ConsumeBool();
   s.out_head_pad = in.ConsumeIntegralInRange<int64_t>(0, 9);
   s.out_token_pad = in.ConsumeIntegralInRange<int64_t>(0, 9);
@@ -29,7 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int warp = in.ConsumeBool() ? 64 : 32;
   const bool graph = in.ConsumeBool();
   const uint64_t seed = in.ConsumeIntegral<uint64_t>();
-  for (int64_t t = 0; t < s.T; ++t) s.lengths.push_back(in.ConsumeIntegralInRange<int32_t>(0, 3));
+  for (int64_t t = 0; t < std::min<int64_t>(s.T, 16); ++t) s.lengths.push_back(in.ConsumeIntegralInRange<int32_t>(0, 3));
   SinkCase c = make_sink_case(seed, s);
   for (std::size_t i = 0; in.remaining_bytes() >= 4 && i < c.lse.size() + c.sinks.size(); ++i) {
     const uint32_t w = in.ConsumeIntegral<uint32_t>();

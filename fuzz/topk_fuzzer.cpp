@@ -8,6 +8,7 @@
 
 #include "device_buffer.h"
 #include "platform/runtime.h"
+#include "topk.h"
 #include "topk_harness.h"
 
 using namespace hy4::harness;
@@ -15,7 +16,12 @@ using namespace hy4::harness;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
   TopkShape s;
-  s.T = in.ConsumeIntegralInRange<int64_t>(0, 8);
+  // T: most inputs up to 24 rows (on the warp path: one block of rows, then several;
+  // the forced paths below reach both kernels at any T), a few around
+  // kBlockPerRowMaxRows, where the auto plan changes from a block per row to a warp per row.
+  const bool long_band = in.ConsumeIntegralInRange<int>(0, 7) == 0;
+  s.T = long_band ? hy4::TopkPlan::kBlockPerRowMaxRows + in.ConsumeIntegralInRange<int64_t>(-3, 3)
+                  : in.ConsumeIntegralInRange<int64_t>(0, 24);
   s.E = in.ConsumeBool() ? 256 : in.ConsumeIntegralInRange<int>(1, 512);
   s.k = in.ConsumeIntegralInRange<int>(1, std::min(s.E, 32));
   s.bf16 = in.ConsumeBool();
@@ -26,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   s.renormalize = in.ConsumeBool();
   s.rsf = in.ConsumeBool() ? 2.827f : in.ConsumeFloatingPointInRange<float>(-4.0f, 4.0f);
   s.has_num_rows = in.ConsumeBool();
-  s.num_rows = in.ConsumeIntegralInRange<int64_t>(-2, 10);
+  s.num_rows = in.ConsumeIntegralInRange<int64_t>(-2, s.T + 2);
   s.values = static_cast<TopkValues>(in.ConsumeIntegralInRange<int>(0, 5));
   s.path = in.ConsumeIntegralInRange<int>(0, 2);  // auto | warp per row | block per row
   const int warp = in.ConsumeBool() ? 64 : 32;
