@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // T on both sides of each of the plan's row splits: the decode kernel below
   // kSliceBelowRows rows and gate_kernel from there (most inputs), one block per two rows
   // from kPairFromRows (a few, with narrow rows so an input stays fast).
-  const bool long_band = in.ConsumeIntegralInRange<int>(0, 7) == 0;
+  const bool long_band = in.ConsumeIntegralInRange<int>(0, 7) == 7;  // 0 when the bytes run out
   s.T = long_band ? hy4::GatePlan::kPairFromRows + in.ConsumeIntegralInRange<int64_t>(-6, 6)
                   : in.ConsumeIntegralInRange<int64_t>(0, 2 * hy4::GatePlan::kSliceBelowRows + 4);
   switch (in.ConsumeIntegralInRange<int>(0, 3)) {

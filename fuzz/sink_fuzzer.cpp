@@ -21,10 +21,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // (kSpreadHeadsMaxTokens; tokens_per_block 1 -> 2 at 2048 and 3 -> 4 at 4096, with a
   // last block short of tokens), those with at most 4 heads of at most 16 elements so
   // an input stays fast.  Lengths past the first 16 tokens repeat (make_sink_case).
-  const int band = in.ConsumeIntegralInRange<int>(0, 15);
-  const int64_t split = band == 0 ? hy4::SinkPlan::kSpreadHeadsMaxTokens
-                        : band == 1 ? 2 * hy4::SinkPlan::kTokensPerBlockStep
-                        : band == 2 ? 4 * hy4::SinkPlan::kTokensPerBlockStep : 0;
+  const int band = in.ConsumeIntegralInRange<int>(0, 15);  // 0 (short) when the bytes run out
+  const int64_t split = band == 13 ? hy4::SinkPlan::kSpreadHeadsMaxTokens
+                        : band == 14 ? 2 * hy4::SinkPlan::kTokensPerBlockStep
+                        : band == 15 ? 4 * hy4::SinkPlan::kTokensPerBlockStep : 0;
   s.T = split ? split + in.ConsumeIntegralInRange<int64_t>(-3, 3) : in.ConsumeIntegralInRange<int64_t>(0, 12);
   s.H = in.ConsumeBool() ? 8 : in.ConsumeIntegralInRange<int64_t>(1, 40);
   s.D = in.ConsumeBool() ? in.ConsumeIntegralInRange<int64_t>(1, 72) : in.ConsumeIntegralInRange<int64_t>(1, std::min<int64_t>(1024, 1024 / s.H + 1));

@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // T: most inputs up to 24 rows (on the warp path: one block of rows, then several;
   // the forced paths below reach both kernels at any T), a few around
   // kBlockPerRowMaxRows, where the auto plan changes from a block per row to a warp per row.
-  const bool long_band = in.ConsumeIntegralInRange<int>(0, 7) == 0;
+  const bool long_band = in.ConsumeIntegralInRange<int>(0, 7) == 7;  // 0 when the bytes run out
   s.T = long_band ? hy4::TopkPlan::kBlockPerRowMaxRows + in.ConsumeIntegralInRange<int64_t>(-3, 3)
                   : in.ConsumeIntegralInRange<int64_t>(0, 24);
   s.E = in.ConsumeBool() ? 256 : in.ConsumeIntegralInRange<int>(1, 512);
@@ -32,7 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   s.renormalize = in.ConsumeBool();
   s.rsf = in.ConsumeBool() ? 2.827f : in.ConsumeFloatingPointInRange<float>(-4.0f, 4.0f);
   s.has_num_rows = in.ConsumeBool();
-  s.num_rows = in.ConsumeIntegralInRange<int64_t>(-2, s.T + 2);
+  // num_rows up to T + 2, and at least up to 10: the range the corpus was made with (T <= 8)
+  s.num_rows = in.ConsumeIntegralInRange<int64_t>(-2, std::max<int64_t>(10, s.T + 2));
   s.values = static_cast<TopkValues>(in.ConsumeIntegralInRange<int>(0, 5));
   s.path = in.ConsumeIntegralInRange<int>(0, 2);  // auto | warp per row | block per row
   const int warp = in.ConsumeBool() ? 64 : 32;
