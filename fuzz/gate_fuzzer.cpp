@@ -1,8 +1,9 @@
 // gate_fuzzer: libFuzzer target for the gate op.  The input is structured (see
 // parse below): shape, strides, offsets, in-place, warp size, eager or graph, then the
-// attn / gate bits (the rest from a seed).  T reaches both sides of every row split of the plan.  Each input runs the differential check
-// (bitwise vs the bit model, float64 bound, nothing outside the view written); a
-// failure writes a case file for hy4-repro and aborts.
+// attn / gate bits (the rest from a seed); T reaches both sides of every row split of
+// the plan.  Each input runs the differential check (bitwise vs the bit model, float64
+// bound, nothing outside the view written); a failure writes a case file for hy4-repro
+// and aborts.
 #include <fuzzer/FuzzedDataProvider.h>
 
 

@@ -1,9 +1,8 @@
 // sink_fuzzer: libFuzzer target for the sink op.  Structured input: shape (T, H, D,
 // dtype, head / token pads, lse strides, offsets), value mode, warp size, eager or
-// graph and seed; then one kv length per token for the first 16 (repeating past them: empty
-// rows can sit anywhere), and
-// the remaining bytes overwrite lse words and then sinks, so the fuzzer can plant
-// -inf, +inf, NaN and extreme values exactly.  Differential check as in the
+// graph and seed; then one kv length per token for the first 16 tokens, repeating past
+// them (so empty rows can sit anywhere), and the remaining bytes overwrite lse words and
+// then sinks, so the fuzzer can plant -inf, +inf, NaN and extreme values exactly.  Differential check as in the
 // properties; a failure writes a case file for hy4-repro and aborts.
 #include <fuzzer/FuzzedDataProvider.h>
 

@@ -65,10 +65,6 @@ void parallel_over_all_inputs(F&& per_range, uint64_t stride = 1) {
   for (auto& t : ts) t.join();
 }
 
-}  // namespace
-
-namespace {
-
 // What one input's three results contribute: their errors against float64, and a digest of
 // their bits (a sum of mixed words, so the order the cores visit inputs in does not matter).
 uint64_t mix64(uint64_t z) {  // splitmix64's finaliser
