@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // and a few around kChunkTokens x kMaxChunks tokens, where chunks stop multiplying and
   // grow longer instead (those with k <= 4 so an input stays fast).
   const int band = in.ConsumeIntegralInRange<int>(0, 15);  // 0 (decode) when the bytes run out
-  const bool long_band = band == 15;
+  const bool long_band = band == 15;  // fuzz/splits/routing holds its seeds
   s.T = long_band ? int64_t{hy4::RoutingPlan::kChunkTokens} * hy4::RoutingPlan::kMaxChunks + in.ConsumeIntegralInRange<int64_t>(-3, 3)
         : band < 8 ? in.ConsumeIntegralInRange<int64_t>(0, 8) : in.ConsumeIntegralInRange<int64_t>(0, 300);
   s.E = in.ConsumeBool() ? 256 : in.ConsumeIntegralInRange<int>(1, 512);
