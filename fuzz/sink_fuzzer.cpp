@@ -2,8 +2,9 @@
 // dtype, head / token pads, lse strides, offsets), value mode, warp size, eager or
 // graph and seed; then one kv length per token for the first 16 tokens, repeating past
 // them (so empty rows can sit anywhere), and the remaining bytes overwrite lse words and
-// then sinks, so the fuzzer can plant -inf, +inf, NaN and extreme values exactly.  Differential check as in the
-// properties; a failure writes a case file for hy4-repro and aborts.
+// then sinks, so the fuzzer can plant -inf, +inf, NaN and extreme values exactly.
+// Differential check as in the properties; a failure writes a case file for hy4-repro
+// and aborts.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include "device_buffer.h"
