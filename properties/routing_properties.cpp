@@ -305,6 +305,36 @@ TEST(RoutingProperties, DecodePathBothSidesOfItsSplit) {
   EXPECT_FALSE(RoutingPlan::decode_path(1, 8, true));
 }
 
+// The decode path's segment starts: with n = T*k <= block_size every used expert's
+// padded size is one block (counted from a mask of the used experts), past it each
+// leader's padded size is summed.  n on both sides of block_size (and equal), every value
+// kind (duplicates and skew make counts above 1, invalid ids leave experts out), E around
+// multiples of 32 (the mask's words), without and with a device row count.
+TEST(RoutingProperties, DecodeStartsBothSidesOfOneBlockPerExpert) {
+  HY4_REQUIRE_DEVICE();
+  struct Split { int64_t T; int k, bs; };
+  const Split splits[] = {{15, 1, 16}, {16, 1, 16}, {17, 1, 16}, {4, 4, 16}, {5, 4, 16}, {31, 1, 32},
+                          {32, 1, 32}, {33, 1, 32}, {4, 8, 32}, {5, 8, 32}, {7, 8, 64}, {8, 8, 64},
+                          {63, 1, 64}, {64, 1, 64}, {2, 32, 64}, {1, 1, 1}, {2, 1, 1}};
+  for (const Split& sp : splits)
+    for (int E : {32, 33, 256, 511})
+      for (int v = 0; v < 5; ++v) {
+        RoutingShape sh;
+        sh.T = sp.T;
+        sh.k = sp.k;
+        sh.E = std::max(E, sp.k);
+        sh.block_size = sp.bs;
+        sh.values = static_cast<RoutingValues>(v);
+        sh.has_num_rows = (v + E) % 2 == 1;
+        sh.num_rows = sp.T - 1;
+        ASSERT_TRUE(RoutingPlan::decode_path(sp.T, sp.k, false));
+        const std::string name = "routing.DecodeStarts.T" + std::to_string(sp.T) + "k" + std::to_string(sp.k) + "bs" +
+                                 std::to_string(sp.bs) + "E" + std::to_string(sh.E) + "v" + std::to_string(v);
+        EXPECT_TRUE(routing_case_passes(make_routing_case(static_cast<uint64_t>(sp.T * 977 + sp.k * 31 + E + v), sh), name))
+            << (sp.T * sp.k <= sp.bs ? "one block per used expert" : "padded sizes summed");
+      }
+}
+
 // The offsets block is RoutingPlan::scan_threads(E) threads (64, 128, 256 or 512):
 // E on both sides of every size, with a mask (the local-id scan) and padding.
 TEST(RoutingProperties, EveryOffsetsBlockSizeBothSides) {
