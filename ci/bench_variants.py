@@ -19,8 +19,9 @@ writes out/v/hy4-bench-base (the tree as it is) and out/v/hy4-bench-<variant> (s
 cudart: each runs on a machine with only a driver) and out/v/variants.json (what each
 binary is; an --only run adds to the binaries built from the same tree, and removes those
 of another tree).  --test also builds the cpu preset in the scratch copy and runs each variant's
-ops' ctest labels (warp 32 and 64): a candidate that fails is not built for the GPU; a probe
-is expected to fail and is not tested.
+ops' ctest labels (warp 32 and 64), then builds the rocm preset and checks the AMD budget
+(tools/hy4_amd_budget.py --check: no scratch, each kernel's stated occupancy): a candidate
+that fails either is not built for the GPU; a probe is expected to fail and is not tested.
 
 Run on the GPU machine (one device call, the folder carried):
 
@@ -199,6 +200,7 @@ def build_all(a, variants):
     plant_campaign.sync_tree(work)
     cuda = ensure_preset(work, "cuda")
     cpu = ensure_preset(work, "cpu") if a.test else None
+    rocm = ensure_preset(work, "rocm") if a.test else None
     head = run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT).stdout.strip()
     diff = run(["git", "diff", "HEAD"], cwd=ROOT).stdout
     base_of = head + (f"+uncommitted-{hashlib.sha1(diff.encode()).hexdigest()[:8]}" if diff else "")
@@ -232,6 +234,15 @@ def build_all(a, variants):
                     failed = [l.strip() for l in tail[1].splitlines() if re.match(r"\s+\d+ - ", l)] if len(tail) > 1 else []
                     if failed or r.returncode != 0:
                         verdict = "TESTS-FAILED: " + ("; ".join(failed[:6]) or r.stdout[-400:])
+                if not verdict:
+                    # the AMD register / LDS / occupancy budget of every kernel (a candidate
+                    # that costs gfx942 a wave per SIMD below a kernel's stated need is not kept)
+                    b = run(["cmake", "--build", rocm, "-j2"])
+                    budget = os.path.join(work, "tools", "hy4_amd_budget.py")
+                    r = b if b.returncode != 0 else run([sys.executable, budget, "--build", rocm, "--check"])
+                    if r.returncode != 0:
+                        verdict = "AMD-BUDGET-FAILED: " + "; ".join(
+                            l for l in (r.stdout + r.stderr).splitlines() if l.startswith("hy4_amd_budget:"))[-600:]
             if not verdict:
                 err = build_bench(v["variant"])
                 verdict = f"BUILD-FAILED (cuda): {err}" if err else ""
@@ -375,7 +386,8 @@ def main():
     g.add_argument("--build", metavar="OUT", help="build base and variant hy4-bench binaries into OUT")
     g.add_argument("--run", metavar="DIR", help="time the binaries of DIR (on the GPU machine)")
     ap.add_argument("--work", default="/tmp/hy4-variants", help="scratch copy of the tree for --build")
-    ap.add_argument("--test", action="store_true", help="--build: run each candidate's ops' tests on the cpu preset")
+    ap.add_argument("--test", action="store_true",
+                    help="--build: run each candidate's ops' tests on the cpu preset and check the AMD budget (rocm preset)")
     ap.add_argument("--pack", action="store_true", help="--build: also write OUT.tar.xz (what a device call carries)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--launches", type=int, default=100)
