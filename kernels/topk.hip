@@ -331,21 +331,26 @@ __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const voi
 
 
 // Block per row (decode): what one warp's chain did in k rounds, E threads do at once.
-//  - Thread e (blockDim = the power of two >= E, 64 .. 512) loads expert e's logit and
-//    bias and forms s and its rank key (threads past E hold key 0, below every real key).
-//  - Thread e also writes s to shared memory (s_of[e]: read back by a winner's id, so s
-//    is not carried through the network).  Each warp sorts its keys descending by a
-//    bitonic network over the lanes (shfl_xor; log2(ws)(log2(ws)+1)/2 steps); lanes
-//    below kk = min(k, ws) write the warp's best kk keys to shared memory as
-//    candidates.  The k best of the row are among them (a warp's experts beyond its kk
-//    best lose to those kk).
-//  - Candidate i's rank = the candidates with a larger key (keys are unique: the id is in
-//    them), counted by P adjacent threads (P a power of two: nt / candidates) and summed
-//    by shuffles; rank < k writes (key, s_of[id]) to rank slot.
+//  - Thread e (blockDim = the power of two >= E, 64 .. 512) reads expert e's bias once,
+//    and per row its logit, then the device row count (so the two reads overlap), and
+//    forms s and its rank key (threads past E hold key = lane: below every real key,
+//    distinct within the warp).
+//  - Thread e also writes s to shared memory (s_of[e]: read back by a winner's id) and
+//    its key (warp_keys[e]).  Each lane counts the keys of its warp above its own (keys
+//    are distinct: the id is in them): 32 or 64 independent shared reads and compares,
+//    where a bitonic network over the lanes was 15 dependent 64-bit shuffle steps (21 at
+//    wave64).  A key of warp rank r < kk = min(k, ws) is written to candidate slot r.
+//    The k best of the row are among the candidates (a warp's experts beyond its kk best
+//    lose to those kk).
+//  - Candidate i's rank = the candidates with a larger key, counted by P adjacent threads
+//    (P a power of two: nt / candidates) and summed by shuffles; rank < k writes (key,
+//    s_of[id]) to rank slot.
 //  - Warp 0: lane r < k takes rank r; every lane sums the k s values in rank order (the
 //    bit model's order), lane r writes weight and id r.
-// Bounded by the load, the bitonic chain (15 steps at warp 32, 21 at 64) and three
-// barriers per row; rows past the grid cap are reached by a grid-stride loop.
+// Bounded by the reads, the exact sigmoid, the warp count and three barriers per row;
+// rows past the grid cap are reached by a grid-stride loop.  (H100, twelfth session: the
+// reads before the row count and the count in place of the network took T = 1 / 8 / 64
+// from 2.96 / 3.02 / 3.10 to 2.68 / 2.76 / 2.85 us.)
 constexpr int kMaxCandidates = 512;  // 16 warps x 32 (k <= 32, warps <= 512 / 32)
 
 __global__ void HY4_LAUNCH_BOUNDS(512) topk_row_block_kernel(const void* logits, int logits_bf16, int64_t logits_stride, const float* bias,
@@ -359,31 +364,38 @@ __global__ void HY4_LAUNCH_BOUNDS(512) topk_row_block_kernel(const void* logits,
   while (parts * 2 * nc <= nt && parts * 2 <= ws) parts *= 2;
   HY4_SHARED_UPTO(uint64_t, cand_key, kMaxCandidates, nc);
   HY4_SHARED_UPTO(float, s_of, 512, nt);  // s of expert e (thread e), read back by the key's id
+  HY4_SHARED_UPTO(uint64_t, warp_keys, 512, nt);  // key of thread e, read by its warp
   HY4_SHARED_UPTO(uint64_t, rank_key_of, TopkPlan::kMaxK, k);
   HY4_SHARED_UPTO(float, rank_s, TopkPlan::kMaxK, k);
-  const int64_t real_rows = device_row_count(num_rows, rows);
+  const int e = tid, e_read = e < experts ? e : experts - 1;  // threads past E read expert E - 1
+  const float b = bias[e_read];  // the same for every row
   for (int64_t t = blockIdx.x; t < rows; t += gridDim.x) {
     float* w_row = weights + t * weights_stride;
     int32_t* id_row = ids + t * ids_stride;
-    if (t >= real_rows) {  // graph-padded row
+    // Expert e's logit is read first, then the device row count (row t < rows is inside
+    // the view; a padded row's stale values are read and dropped): the reads overlap
+    // instead of following each other (the count is read again each pass, after the logit,
+    // so that no use of it stands between them).
+    const float x = load_logit(logits, logits_bf16, logits_stride, t, e_read);
+    if (t >= device_row_count(num_rows, rows)) {  // graph-padded row
       if (tid < k) {
         w_row[tid] = 0.0f;
         id_row[tid] = -1;
       }
       continue;
     }
-    const int e = tid;
-    uint64_t key = 0;
+    uint64_t key = static_cast<uint64_t>(lane);  // past E: below every real key, distinct per lane
     float sv = 0.0f;
-    if (e < experts) key = expert_key(logits, logits_bf16, logits_stride, bias, t, e, &sv);
+    if (e < experts) key = exact_key(x, b, e, &sv);
     s_of[tid] = sv;
-    for (int size = 2; size <= ws; size *= 2)  // bitonic, descending over the lanes
-      for (int stride = size / 2; stride > 0; stride /= 2) {
-        const uint64_t pk = dev::shfl_xor(key, stride);
-        const bool keep_max = ((lane & stride) == 0) == ((lane & size) == 0);
-        key = keep_max == (pk > key) ? pk : key;  // one select (equal keys: only the empty 0s)
-      }
-    if (lane < kk) cand_key[warp * kk + lane] = key;
+    // The warp's kk best: a key's rank in its warp = the warp's keys above it (all keys
+    // distinct), counted from shared memory; rank < kk is candidate slot rank.
+    warp_keys[tid] = key;
+    dev::sync_warp();
+    int wrank = 0;
+#pragma unroll 8
+    for (int j = 0; j < ws; ++j) wrank += warp_keys[warp * ws + j] > key ? 1 : 0;
+    if (wrank < kk) cand_key[warp * kk + wrank] = key;
     dev::sync_block();
     const int i = tid / parts, part = tid % parts;
     int rank = 0;

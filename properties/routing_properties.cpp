@@ -306,10 +306,11 @@ TEST(RoutingProperties, DecodePathBothSidesOfItsSplit) {
 }
 
 // The decode path's segment starts: with n = T*k <= block_size every used expert's
-// padded size is one block (counted from a mask of the used experts), past it each
-// leader's padded size is summed.  n on both sides of block_size (and equal), every value
-// kind (duplicates and skew make counts above 1, invalid ids leave experts out), E around
-// multiples of 32 (the mask's words), without and with a device row count.
+// padded size is one block, past it an expert may take several (an implementation that
+// assumed one block there was measured, docs/MEASUREMENTS.md, twelfth session).  n on
+// both sides of block_size (and equal), every value kind (duplicates and skew make counts
+// above 1, invalid ids leave experts out), E around multiples of 32, without and with a
+// device row count.
 TEST(RoutingProperties, DecodeStartsBothSidesOfOneBlockPerExpert) {
   HY4_REQUIRE_DEVICE();
   struct Split { int64_t T; int k, bs; };

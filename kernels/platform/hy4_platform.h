@@ -119,17 +119,6 @@ __device__ __forceinline__ void sync_warp() { __syncwarp(kFullMask); }
 __device__ __forceinline__ int lowest_lane(uint64_t m) { return __ffsll(static_cast<long long>(m)) - 1; }
 #endif
 
-// The OR of v over the warp, in every lane.  CUDA: one redux instruction (sm_80+); elsewhere
-// a butterfly of log2(warpSize) shuffles.
-#if defined(HY4_BACKEND_CUDA)
-HY4_DEVICE inline uint32_t reduce_or(uint32_t v) { return __reduce_or_sync(kFullMask, v); }
-#else
-HY4_DEVICE inline uint32_t reduce_or(uint32_t v) {
-  for (int m = 1; m < warp_size(); m *= 2) v |= shfl_xor(v, m);
-  return v;
-}
-#endif
-
 // The lanes of the warp whose v equals mine; v < 2^bits, bits warp-uniform.  One ballot
 // per bit: a lane keeps the lanes that agree with it on every bit.
 #if defined(HY4_BACKEND_CUDA)
