@@ -104,8 +104,11 @@ __global__ void HY4_LAUNCH_BOUNDS(GatePlan::kSliceThreads) gate_decode_kernel(
     const uint16_t* attn, int64_t attn_stride, const uint16_t* gate, int64_t gate_stride, uint16_t* out,
     int64_t out_stride, int64_t width, int vector, const uint16_t* __restrict__ table) {
   const int64_t t = blockIdx.x;
-  const int64_t first = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
-  const int64_t step = static_cast<int64_t>(gridDim.y) * blockDim.x;
+  // The plan launches kSliceThreads threads: a constant here, so that no read of the launch
+  // parameters stands before the first load's address (H100: T = 1 / 8 1.44 / 1.70 -> 1.40 /
+  // 1.65 us, against blockDim.x).
+  const int64_t first = static_cast<int64_t>(blockIdx.y) * GatePlan::kSliceThreads + threadIdx.x;
+  const int64_t step = static_cast<int64_t>(gridDim.y) * GatePlan::kSliceThreads;
   const uint16_t* a = attn + t * attn_stride;
   const uint16_t* g = gate + t * gate_stride;
   uint16_t* o = out + t * out_stride;

@@ -331,10 +331,11 @@ __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const voi
 
 
 // Block per row (decode): what one warp's chain did in k rounds, E threads do at once.
-//  - Thread e (blockDim = the power of two >= E, 64 .. 512) reads expert e's bias once,
-//    and per row its logit, then the device row count (so the two reads overlap), and
-//    forms s and its rank key (threads past E hold key = lane: below every real key,
-//    distinct within the warp).
+//  - Thread e (blockDim = the power of two >= E, 64 .. 512) reads, first thing in the
+//    kernel, its first row's logit, expert e's bias (once) and the device row count (once),
+//    so the three reads overlap each other and the block's setup arithmetic; later rows
+//    read their logit at the top of the pass.  It forms s and its rank key (threads past
+//    E hold key = lane: below every real key, distinct within the warp).
 //  - Thread e also writes s to shared memory (s_of[e]: read back by a winner's id) and
 //    its key (warp_keys[e]).  Each lane counts the keys of its warp above its own (keys
 //    are distinct: the id is in them): 32 or 64 independent shared reads and compares,
@@ -350,34 +351,42 @@ __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const voi
 // Bounded by the reads, the exact sigmoid, the warp count and three barriers per row;
 // rows past the grid cap are reached by a grid-stride loop.  (H100, twelfth session: the
 // reads before the row count and the count in place of the network took T = 1 / 8 / 64
-// from 2.96 / 3.02 / 3.10 to 2.68 / 2.76 / 2.85 us.)
+// from 2.96 / 3.02 / 3.10 to 2.68 / 2.76 / 2.85 us.  Thirteenth session, H100: ncu found
+// 16 % of the T = 1 samples before the first read was issued; the reads at the kernel's top
+// then took 2.69 / 2.75 / 2.87 to 2.53 / 2.58 / 2.69 us, topk.block-reads-at-kernel-top.)
 constexpr int kMaxCandidates = 512;  // 16 warps x 32 (k <= 32, warps <= 512 / 32)
 
 __global__ void HY4_LAUNCH_BOUNDS(512) topk_row_block_kernel(const void* logits, int logits_bf16, int64_t logits_stride, const float* bias,
                             int64_t rows, int experts, int k, int renormalize, float rsf, const int32_t* num_rows,
                             float* weights, int64_t weights_stride, int32_t* ids, int64_t ids_stride) {
   const int nt = static_cast<int>(blockDim.x), tid = static_cast<int>(threadIdx.x);
+  const int e = tid, e_read = e < experts ? e : experts - 1;  // threads past E read expert E - 1
+  // The first row's reads go out before any other work (the block's arithmetic below then
+  // runs under their latency): expert e's logit, its bias (the same for every row), the
+  // device row count (a padded row's stale logit is read and dropped; every row t < rows
+  // is inside the view).
+  int64_t t = blockIdx.x;
+  float x = t < rows ? load_logit(logits, logits_bf16, logits_stride, t, e_read) : 0.0f;
+  const float b = bias[e_read];
+  const int64_t real_rows = device_row_count(num_rows, rows);
   const int ws = dev::warp_size(), lane = dev::lane_id(), warp = tid / ws, warps = nt / ws;
   const int kk = k < ws ? k : ws;
   const int nc = warps * kk;  // candidates
-  int parts = 1;              // threads per candidate: a power of two, at most nt / nc and ws
-  while (parts * 2 * nc <= nt && parts * 2 <= ws) parts *= 2;
+  int parts = 1, parts_log2 = 0;  // threads per candidate: a power of two, at most nt / nc and ws
+  while (parts * 2 * nc <= nt && parts * 2 <= ws) {
+    parts *= 2;
+    ++parts_log2;
+  }
   HY4_SHARED_UPTO(uint64_t, cand_key, kMaxCandidates, nc);
   HY4_SHARED_UPTO(float, s_of, 512, nt);  // s of expert e (thread e), read back by the key's id
   HY4_SHARED_UPTO(uint64_t, warp_keys, 512, nt);  // key of thread e, read by its warp
   HY4_SHARED_UPTO(uint64_t, rank_key_of, TopkPlan::kMaxK, k);
   HY4_SHARED_UPTO(float, rank_s, TopkPlan::kMaxK, k);
-  const int e = tid, e_read = e < experts ? e : experts - 1;  // threads past E read expert E - 1
-  const float b = bias[e_read];  // the same for every row
-  for (int64_t t = blockIdx.x; t < rows; t += gridDim.x) {
+  for (; t < rows; t += gridDim.x) {
     float* w_row = weights + t * weights_stride;
     int32_t* id_row = ids + t * ids_stride;
-    // Expert e's logit is read first, then the device row count (row t < rows is inside
-    // the view; a padded row's stale values are read and dropped): the reads overlap
-    // instead of following each other (the count is read again each pass, after the logit,
-    // so that no use of it stands between them).
-    const float x = load_logit(logits, logits_bf16, logits_stride, t, e_read);
-    if (t >= device_row_count(num_rows, rows)) {  // graph-padded row
+    if (t != blockIdx.x) x = load_logit(logits, logits_bf16, logits_stride, t, e_read);  // later rows
+    if (t >= real_rows) {  // graph-padded row
       if (tid < k) {
         w_row[tid] = 0.0f;
         id_row[tid] = -1;
@@ -397,7 +406,7 @@ __global__ void HY4_LAUNCH_BOUNDS(512) topk_row_block_kernel(const void* logits,
     for (int j = 0; j < ws; ++j) wrank += warp_keys[warp * ws + j] > key ? 1 : 0;
     if (wrank < kk) cand_key[warp * kk + wrank] = key;
     dev::sync_block();
-    const int i = tid / parts, part = tid % parts;
+    const int i = tid >> parts_log2, part = tid & (parts - 1);
     int rank = 0;
     uint64_t mine = 0;
     if (i < nc) {
