@@ -55,7 +55,7 @@ namespace {
 //                         (AutoSplit: T = 256 | 257)
 //   block per row         threads = power of two >= E (64 .. 512): E = 63..65, 127..129, 255..257,
 //                         511, 512 (the split list); candidates per warp min(k, warp): k = 31 | 32;
-//                         its grid cap kMaxGrid rows (BlockPerRowPastItsGridCap)
+//                         its grid cap kMaxGrid rows (BlockPerRowPastItsGridCap: E = 2, no renormalisation)
 std::vector<int> topk_split_experts() {
   std::vector<int> e = {1, 2, 3};
   for (int j = 1; j <= 16; ++j)
@@ -436,13 +436,16 @@ TEST(TopkProperties, RowsPastTheGridCapAreWritten) {
 }
 
 // Block per row: rows past its grid cap (kMaxGrid blocks, a row each) come from the
-// grid-stride loop; and the plan's choice on both sides of kBlockPerRowMaxRows.
+// grid-stride loop; and the plan's choice on both sides of kBlockPerRowMaxRows.  Two
+// experts and no renormalisation, so that every row's id and weight depend on that row's
+// own logits (a block that kept its first row's would fail).
 TEST(TopkProperties, BlockPerRowPastItsGridCapAndTheAutoSplit) {
   HY4_REQUIRE_DEVICE();
   TopkShape sh;
   sh.T = TopkPlan::kMaxGrid + 3;
-  sh.E = 1;
+  sh.E = 2;
   sh.k = 1;
+  sh.renormalize = false;
   sh.path = 2;
   sh.has_num_rows = true;
   sh.num_rows = sh.T - 1;
