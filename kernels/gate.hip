@@ -59,7 +59,12 @@ __global__ void HY4_LAUNCH_BOUNDS(256) gate_kernel(const uint16_t* attn, int64_t
                             int64_t out_stride, int64_t rows, int64_t width, int vector,
                             const uint16_t* __restrict__ table) {
   const int64_t first = threadIdx.x, step = blockDim.x;  // this thread's first unit of a row, the stride
-  for (int64_t t = blockIdx.x; t < rows; t += 2 * static_cast<int64_t>(gridDim.x)) {
+  // The first pass needs no bounds check: the plan's grid is at most the rows (half of them
+  // from kPairFromRows), so blockIdx.x < rows, and the first loads wait on no read of `rows`
+  // (a do-while; H100, thirteenth session: T = 64 / 512 2.14 / 3.72 -> 2.09 / 3.65 us,
+  // gate.first-row-without-bounds-check).
+  int64_t t = blockIdx.x;
+  do {
     const int64_t t2 = t + gridDim.x;
     const bool two = t2 < rows;  // the same for the whole block
     const uint16_t* a = attn + t * attn_stride;
@@ -87,7 +92,8 @@ __global__ void HY4_LAUNCH_BOUNDS(256) gate_kernel(const uint16_t* attn, int64_t
     for (int64_t i = tail_begin + first; i < width; i += step) o[i] = gate_one(a[i], g[i], table);
     if (two)
       for (int64_t i = tail_begin + first; i < width; i += step) o2[i] = gate_one(a2[i], g2[i], table);
-  }
+    t += 2 * static_cast<int64_t>(gridDim.x);
+  } while (t < rows);
 }
 
 // Decode (T < GatePlan::kSliceBelowRows): gate_decode_kernel.  Grid x = the row, y = its
