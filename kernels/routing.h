@@ -70,6 +70,20 @@ class RoutingPlan {
   // routing.hip says how).
   static constexpr int64_t kDecodeMaxEntries = 64;
   static bool decode_path(int64_t T, int k, bool masked) { return T * k <= kDecodeMaxEntries && !masked; }
+  // The decode kernel's blocks: block_threads() cut into blocks of at most kDecodeMaxThreads,
+  // fill_blocks() times as many of them as the cut makes, so the grid's warps (which share
+  // the padding) stay the same.  Each warp runs the whole ranking, issue-bound: with 256
+  // threads two warps shared each SM sub-partition (H100, T = 8: 3.92 -> 3.36 us).
+  static constexpr int kDecodeMaxThreads = 128;
+  // A block of fewer threads than a wave64 would have no whole warp there (0 warps: the
+  // padding loop's stride would be 0, a hang on the GPU and on the executor alike).
+  static_assert(kDecodeMaxThreads >= 64, "the decode kernel's blocks hold whole wave64s");
+  static int decode_threads(int64_t T, int k, int experts) {
+    return block_threads(T, k, experts) < kDecodeMaxThreads ? block_threads(T, k, experts) : kDecodeMaxThreads;
+  }
+  static int decode_blocks(int64_t T, int k, int E, int block_size) {
+    return fill_blocks(T, k, E, block_size) * (block_threads(T, k, E) / decode_threads(T, k, E));
+  }
   static int block_threads(int64_t T, int k, int experts) {
     const int n = scan_threads(experts);
     return one_kernel(T, k) || n >= 256 ? n : 256;

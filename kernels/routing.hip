@@ -7,8 +7,9 @@
 // block, not O(E * T*k).
 //  - A warp walks a contiguous run of entries j = t*k + s, warpSize at a time ((t, s)
 //    stepped without a division).  Its lanes find the other lanes holding the same expert
-//    with dev::match_any (CUDA: one match instruction; elsewhere one ballot per bit of
-//    expert + 1: E = 256 takes 9); the lowest such lane is the group's leader.
+//    with dev::match_by_ballots (one ballot per bit of expert + 1: E = 256 takes 9; CUDA's
+//    MATCH.ANY was slower, routing.sort-matches-by-ballots); the lowest such lane is the
+//    group's leader.
 //    Counting: the leader adds the group's size to the warp's histogram row in shared
 //    memory.  Ranking: the leader reads the row, broadcasts it, every lane adds the
 //    group lanes below it, the leader adds the group size.  sync_warp between groups.
@@ -36,7 +37,8 @@
 //     one warp (two per lane past warpSize), so each warp of each block does the whole
 //     ranking by itself, without the histogram, the block scan or a barrier
 //     (decode_entries): lane l holds entries l (and l + warpSize); the entries of the same
-//     expert (match_any; with two per lane, one ballot per bit of the expert) give an
+//     expert (match_any, CUDA's MATCH.ANY; with two per lane, one ballot per bit of the
+//     expert) give an
 //     entry's rank (those before it in j order, as on the other paths) and the expert's
 //     leader (rank 0) its padded size; an entry's segment starts after the padded sizes of
 //     every smaller expert that has entries (a loop over the lanes, shuffles).  Experts
@@ -48,7 +50,9 @@
 //     grid's warps (warp i % grid warps pads leader number i); the unused tail is shared
 //     as below.  It is its own kernel, routing_decode_kernel (folded into
 //     routing_sort_kernel behind a flag, the sort kernel's other shapes lost 0.15 - 0.2
-//     us on the H200).
+//     us on the H200), in blocks of at most 128 threads (RoutingPlan::decode_blocks: the
+//     same warps as fill_blocks() blocks of block_threads(), one per SM sub-partition,
+//     since every warp's ranking is issue-bound; H100, T = 8: x0.86).
 //  2. Otherwise TWO kernels over chunks of chunk_tokens(T) tokens (64 until the cap of 64
 //     chunks, then longer): routing_count_kernel writes count[c][e] for its chunk (and
 //     zero-fills moe_out rows); routing_sort_kernel (max(chunks, fill_blocks) blocks)
@@ -58,7 +62,8 @@
 // The ids and weights are read before the device row count is known (every j < T*k is
 // inside the views), four groups at a time (kGroupsAhead), so the row count, id and
 // weight reads overlap; the sort kernel reads a warp's first four groups (its whole run
-// at decode) once, weights with them, for both the count and the ranking; every
+// at decode) once, weights with them, and finds their match masks once, for both the
+// count and the ranking; every
 // count-matrix read of a sort thread is in flight at once.
 // Shares of the padding are made on the host (no 64-bit division on the device).
 // Bounded by (H200, ncu): the dependent chain of a few hundred instructions per warp at
@@ -99,8 +104,10 @@ struct EntryReader {
   HY4_DEVICE int expert_of(uint32_t j, int32_t id) const {
     return j < n_real && id >= 0 && id < experts && !expert_masked(mask, id) ? id : -1;
   }
-  // The valid lanes holding the same expert as mine (meaningless for e < 0).
-  HY4_DEVICE uint64_t same_expert_lanes(int e) const { return dev::match_any(static_cast<uint32_t>(e + 1), bits); }
+  // The valid lanes holding the same expert as mine (meaningless for e < 0): one ballot per
+  // bit, not CUDA's MATCH.ANY (ncu, H100, T = 64: 16 % of the sort kernel's samples waited
+  // on it, with up to 32 distinct experts in a warp; ballots x0.95 - 0.99 at T >= 64).
+  HY4_DEVICE uint64_t same_expert_lanes(int e) const { return dev::match_by_ballots(static_cast<uint32_t>(e + 1), bits); }
 };
 
 // A lane's entry j = base + lane as (t, s), advanced by warpSize entries per step without
@@ -157,6 +164,10 @@ struct EntryBatch {
   int32_t id[kGroupsAhead];
   float wt[kGroupsAhead];
   uint32_t ts[kGroupsAhead];
+  // The sort kernel's first batch: each group's match mask, found once by count_run and
+  // used again by the ranking (H100, T = 64 / 512 / 4096: x0.95 / 0.96 / 0.93,
+  // routing.sort-reuses-first-batch-masks).
+  uint64_t same[kGroupsAhead];
   // Reads the groups from base (the cursor at base + lane, advanced past them); entries
   // j >= b read nothing (id -1).  weights == nullptr: the ids alone.
   HY4_DEVICE void read(const EntryReader& r, const float* weights, int64_t weights_stride, uint32_t base, uint32_t b,
@@ -193,6 +204,7 @@ HY4_DEVICE void count_run(const EntryReader& r, uint32_t a, uint32_t b, Shared h
       if (base + u * ws >= b) break;  // warp-uniform
       const int e = r.expert_of(base + u * ws + lane, batch.id[u]);
       const uint64_t m = r.same_expert_lanes(e);
+      if (first != nullptr && base == a) first->same[u] = m;
       if (e >= 0 && lane == dev::lowest_lane(m)) hist[row + e] += __builtin_popcountll(m);
       dev::sync_warp();
     }
@@ -330,7 +342,7 @@ HY4_DEVICE inline int32_t decode_entries(const EntryReader& r, const float* weig
   }
   uint64_t same[P][P];
   if constexpr (P == 1) {
-    same[0][0] = r.same_expert_lanes(x[0]);
+    same[0][0] = dev::match_any(static_cast<uint32_t>(x[0] + 1), r.bits);  // few entries: MATCH.ANY on CUDA
   } else {
 #pragma unroll
     for (int q = 0; q < P; ++q) {
@@ -413,7 +425,8 @@ HY4_DEVICE inline int32_t decode_entries(const EntryReader& r, const float* weig
 }
 
 // The decode path (RoutingPlan::decode_path): the ranking by each warp alone, then the
-// shared tail; fill_blocks() blocks, no shared memory, no barrier.
+// shared tail; RoutingPlan::decode_blocks() blocks of decode_threads(), no shared memory,
+// no barrier.
 __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
     routing_decode_kernel(const int32_t* ids, int64_t ids_stride, const float* weights, int64_t weights_stride,
                           int64_t rows, int k, int experts, const int32_t* num_rows, int bits, int block_size,
@@ -517,7 +530,7 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
       if (base + u * ws >= b) break;  // warp-uniform
       const uint32_t j = base + u * ws + lane;
       const int x = r.expert_of(j, batch.id[u]);
-      const uint64_t m = r.same_expert_lanes(x);
+      const uint64_t m = base == a ? first.same[u] : r.same_expert_lanes(x);  // the count's masks
       const int leader = x >= 0 ? dev::lowest_lane(m) : lane;
       int32_t start = x >= 0 && lane == leader ? static_cast<int32_t>(hist[row + x]) : 0;
       start = dev::shfl_idx(start, leader);
@@ -571,12 +584,14 @@ void RoutingPlan::launch(hy4::rt::Stream stream) const {
     HY4_LAUNCH(routing_count_kernel, dim3(static_cast<unsigned>(C)), block, stream, static_cast<const int32_t*>(a.ids.data),
                a.ids.row_stride, T, k, E, a.expert_mask, a.num_rows, ct, id_bits(E), a.workspace, moe,
                a.moe_out.row_stride, hidden);
-  const int G = sort_blocks(T, k, E, a.block_size);
+  const bool decode = decode_path(T, k, a.expert_mask != nullptr);
+  const int G = decode ? decode_blocks(T, k, E, a.block_size) : sort_blocks(T, k, E, a.block_size);
   const int64_t mp = max_padded(T, k, E, a.block_size), nb = num_blocks(T, k, E, a.block_size);
   auto per = [G](int64_t total) { return static_cast<int32_t>(std::max<int64_t>(1, (total + G - 1) / G)); };
   const SortShares share{per(T * k), per(E), per(mp), per(nb)};
-  if (decode_path(T, k, a.expert_mask != nullptr)) {
-    HY4_LAUNCH(routing_decode_kernel, dim3(static_cast<unsigned>(G)), block, stream,
+  if (decode) {
+    HY4_LAUNCH(routing_decode_kernel, dim3(static_cast<unsigned>(G)), dim3(static_cast<unsigned>(decode_threads(T, k, E))),
+               stream,
                static_cast<const int32_t*>(a.ids.data), a.ids.row_stride, static_cast<const float*>(a.weights.data),
                a.weights.row_stride, T, k, E, a.num_rows, id_bits(E), a.block_size, share, a.sorted_ids,
                a.sorted_weights, a.expert_of_block, a.counts, static_cast<int32_t>(mp), static_cast<int32_t>(nb), moe,

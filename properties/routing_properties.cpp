@@ -303,6 +303,14 @@ TEST(RoutingProperties, DecodePathBothSidesOfItsSplit) {
   EXPECT_TRUE(RoutingPlan::decode_path(8, 8, false));
   EXPECT_FALSE(RoutingPlan::decode_path(9, 8, false));
   EXPECT_FALSE(RoutingPlan::decode_path(1, 8, true));
+  // Its grid: blocks of at most 128 threads, as many more blocks as block_threads() has
+  // threads over that (max_padded / 1024 fill blocks, at most 128): the same warps.
+  EXPECT_EQ(RoutingPlan::decode_threads(1, 8, 256), 128);
+  EXPECT_EQ(RoutingPlan::decode_blocks(1, 8, 256, 64), 32);     // 16 fill blocks x 2
+  EXPECT_EQ(RoutingPlan::decode_blocks(1, 8, 512, 64), 128);    // 32 x 4
+  EXPECT_EQ(RoutingPlan::decode_blocks(1, 16, 256, 1024), 256); // the fill cap 128 x 2
+  EXPECT_EQ(RoutingPlan::decode_threads(1, 1, 64), 64);         // E <= 64: block_threads()
+  EXPECT_EQ(RoutingPlan::decode_blocks(1, 1, 64, 16), 1);
 }
 
 // The decode path's segment starts: with n = T*k <= block_size every used expert's

@@ -16,8 +16,9 @@
 //   hy4::dev::sync_warp()       __syncwarp (shared-memory writes of the warp seen by all its lanes)
 //   hy4::dev::shfl_xor/down/idx, ballot, any, all, lane_id, warp_size
 //   hy4::dev::lowest_lane(mask)  index of the lowest set bit of a ballot mask (mask != 0)
-//   hy4::dev::match_any(v, bits) the lanes whose v equals mine (v < 2^bits): CUDA's
-//                               __match_any_sync; elsewhere one ballot per bit
+//   hy4::dev::match_by_ballots(v, bits) the lanes whose v equals mine (v < 2^bits): one
+//                               ballot per bit
+//   hy4::dev::match_any(v, bits) the same: CUDA's __match_any_sync; elsewhere the ballots
 //   HY4_LAUNCH(kernel, grid, block, stream, args...)
 //   hy4::dev::Vec<T, N>         8- and 16-byte vector types for global loads/stores
 //                               (CPU: every access through one is checked for alignment)
@@ -121,13 +122,7 @@ __device__ __forceinline__ int lowest_lane(uint64_t m) { return __ffsll(static_c
 
 // The lanes of the warp whose v equals mine; v < 2^bits, bits warp-uniform.  One ballot
 // per bit: a lane keeps the lanes that agree with it on every bit.
-#if defined(HY4_BACKEND_CUDA)
-HY4_DEVICE inline uint64_t match_any(uint32_t v, int bits) {
-  (void)bits;
-  return static_cast<uint64_t>(__match_any_sync(kFullMask, v));
-}
-#else
-HY4_DEVICE inline uint64_t match_any(uint32_t v, int bits) {
+HY4_DEVICE inline uint64_t match_by_ballots(uint32_t v, int bits) {
   const int ws = warp_size();
   uint64_t m = ws == 64 ? ~uint64_t{0} : (uint64_t{1} << ws) - 1;
   for (int b = 0; b < bits; ++b) {
@@ -137,6 +132,15 @@ HY4_DEVICE inline uint64_t match_any(uint32_t v, int bits) {
   }
   return m;
 }
+// The same; CUDA: one MATCH.ANY, whose time grows with the distinct values in the warp
+// (H100, routing: slower than 9 ballots with up to 32 distinct values, faster with few).
+#if defined(HY4_BACKEND_CUDA)
+HY4_DEVICE inline uint64_t match_any(uint32_t v, int bits) {
+  (void)bits;
+  return static_cast<uint64_t>(__match_any_sync(kFullMask, v));
+}
+#else
+HY4_DEVICE inline uint64_t match_any(uint32_t v, int bits) { return match_by_ballots(v, bits); }
 #endif
 
 // ---- approximate sigmoid (a filter's estimate only, never an output) -------------
