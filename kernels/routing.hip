@@ -272,6 +272,13 @@ HY4_DEVICE uint64_t block_inclusive_scan(uint64_t v, Shared warp_total) {
   return v;
 }
 
+// block_size is a power of two (the plan refuses any other): divisions by it are shifts,
+// roundings up to it masks (a division by a run-time int is ~20 instructions on CUDA).
+HY4_DEVICE inline int32_t whole_blocks(int32_t slots, int block_size) {
+  return slots >> dev::lowest_lane(static_cast<uint64_t>(block_size));
+}
+HY4_DEVICE inline int32_t padded_size(int32_t entries, int block_size) { return (entries + block_size - 1) & -block_size; }
+
 // One warp pads an expert's segment [first, last) past its `entries` entries and writes
 // the segment's expert_of_block entries (the expert's local id), lanes striding.
 HY4_DEVICE inline void pad_segment(int32_t first, int32_t entries, int32_t last, int32_t local, int block_size,
@@ -281,7 +288,8 @@ HY4_DEVICE inline void pad_segment(int32_t first, int32_t entries, int32_t last,
     sorted_ids[p] = pad_id;
     sorted_weights[p] = 0.0f;
   }
-  for (int32_t q = first / block_size + lane; q < last / block_size; q += ws) expert_of_block[q] = local;
+  for (int32_t q = whole_blocks(first, block_size) + lane; q < whole_blocks(last, block_size); q += ws)
+    expert_of_block[q] = local;
 }
 
 // Block c's share of the unused tail (slots from `used` on, blocks from used / block_size
@@ -298,7 +306,7 @@ HY4_DEVICE inline void write_unused_tail(int c, int tid, int nt, int32_t used, i
     sorted_ids[p] = pad_id;
     sorted_weights[p] = 0.0f;
   }
-  const int32_t used_blocks = used / block_size;
+  const int32_t used_blocks = whole_blocks(used, block_size);
   part_of(static_cast<uint32_t>(num_blocks), static_cast<uint32_t>(share.blocks), c, q0, q1);
   for (int32_t q = (static_cast<int32_t>(q0) > used_blocks ? static_cast<int32_t>(q0) : used_blocks) + tid;
        q < static_cast<int32_t>(q1); q += nt)
@@ -368,7 +376,7 @@ HY4_DEVICE inline int32_t decode_entries(const EntryReader& r, const float* weig
     }
     const bool leader = x[p] >= 0 && rank[p] == 0;
     if (x[p] < 0) cnt[p] = 0;
-    padded[p] = leader ? (cnt[p] + block_size - 1) / block_size * block_size : 0;
+    padded[p] = leader ? padded_size(cnt[p], block_size) : 0;
     lead_x[p] = leader ? x[p] : -1;
     start[p] = 0;
   }
@@ -500,7 +508,7 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
     }
   }
   const bool mine = e < experts && !expert_masked(mask, e);
-  const int32_t padded = (total + block_size - 1) / block_size * block_size;
+  const int32_t padded = padded_size(total, block_size);
   // one scan of both: padded sizes (< 2^31) above 16 bits, unmasked flags (<= 512) below
   const uint64_t both = block_inclusive_scan((static_cast<uint64_t>(padded) << 16) | (mine ? 1u : 0u), warp_total);
   const int32_t end = static_cast<int32_t>(both >> 16);
