@@ -38,10 +38,10 @@
 //     ranking by itself, without the histogram, the block scan or a barrier
 //     (decode_entries): lane l holds entries l (and l + warpSize); the entries of the same
 //     expert (match_any, CUDA's MATCH.ANY; with two per lane, one ballot per bit of the
-//     expert) give an
-//     entry's rank (those before it in j order, as on the other paths) and the expert's
-//     leader (rank 0) its padded size; an entry's segment starts after the padded sizes of
-//     every smaller expert that has entries (a loop over the lanes, shuffles).  Experts
+//     expert) give an entry's rank (those before it in j order, as on the other paths)
+//     and the expert's leader (rank 0) its padded size; an entry's segment starts after
+//     the padded sizes of every smaller expert that has entries (a loop over the lanes,
+//     shuffles).  Experts
 //     without entries have empty segments, and without a mask an expert's local id is the
 //     expert, so nothing needs the other E - 64 experts.  (H200, k = 8: T = 1 3.17 -> 2.36
 //     us when each warp found its padding leaders by number instead of walking them all;
@@ -63,8 +63,7 @@
 // inside the views), four groups at a time (kGroupsAhead), so the row count, id and
 // weight reads overlap; the sort kernel reads a warp's first four groups (its whole run
 // at decode) once, weights with them, and finds their match masks once, for both the
-// count and the ranking; every
-// count-matrix read of a sort thread is in flight at once.
+// count and the ranking; every count-matrix read of a sort thread is in flight at once.
 // Shares of the padding are made on the host (no 64-bit division on the device).
 // Bounded by (H200, ncu): the dependent chain of a few hundred instructions per warp at
 // 8 warps per SM (decode: ~800 issued per warp, ~8 cycles each), and at large T the
