@@ -182,46 +182,49 @@ struct EntryBatch {
   }
 };
 
-// Counts the warp's run [a, b) into hist[row + e] (zeroed before).  first != nullptr: the
-// run's first batch is read with its weights and kept there for the ranking.
+// Counts the warp's run [a, b) into hist[row + e] (zeroed before).  first: the run's first
+// batch, already read (by count_block, before the zeroing), `at` the cursor past it; the
+// first batch's match masks are kept in it for the ranking.
 template <class Shared>
-HY4_DEVICE void count_run(const EntryReader& r, uint32_t a, uint32_t b, Shared hist, int row, const float* weights,
-                          int64_t weights_stride, EntryBatch* first) {
+HY4_DEVICE void count_run(const EntryReader& r, uint32_t a, uint32_t b, Shared hist, int row, EntryBatch& first,
+                          EntryCursor& at) {
   const int ws = dev::warp_size();
   const int lane = dev::lane_id();
-  EntryCursor at(a + lane, r.k, static_cast<uint32_t>(ws));
   for (uint32_t base = a; base < b; base += static_cast<uint32_t>(ws * kGroupsAhead)) {
     EntryBatch batch;
-    if (first != nullptr && base == a) {
-      first->read(r, weights, weights_stride, base, b, at);
-      batch = *first;
-    } else {
+    if (base == a)
+      batch = first;
+    else
       batch.read(r, nullptr, 0, base, b, at);
-    }
 #pragma unroll
     for (int u = 0; u < kGroupsAhead; ++u) {
       if (base + u * ws >= b) break;  // warp-uniform
       const int e = r.expert_of(base + u * ws + lane, batch.id[u]);
       const uint64_t m = r.same_expert_lanes(e);
-      if (first != nullptr && base == a) first->same[u] = m;
+      if (base == a) first.same[u] = m;
       if (e >= 0 && lane == dev::lowest_lane(m)) hist[row + e] += __builtin_popcountll(m);
       dev::sync_warp();
     }
   }
 }
 
-// The block's count of its entries [r0, r1): one run per warp (its [a, b)), the rows of
-// the warps with entries zeroed, then each warp's run counted into its row (first: as in
-// count_run).  Returns the warps with entries (the rows in use).
+// The block's count of its entries [r0, r1): one run per warp (its [a, b)), its first batch
+// read (ids, and weights when given: kept in *first for the ranking) before the rows of the
+// warps with entries are zeroed, so the reads fly across the zeroing and its barrier; then
+// each warp's run counted into its row.  Returns the warps with entries (the rows in use).
 template <class Shared>
 HY4_DEVICE int count_block(const EntryReader& r, uint32_t r0, uint32_t r1, Shared hist, uint32_t& a, uint32_t& b,
                            const float* weights = nullptr, int64_t weights_stride = 0, EntryBatch* first = nullptr) {
   const int nt = static_cast<int>(blockDim.x), tid = static_cast<int>(threadIdx.x);
   const int ws = dev::warp_size(), warp = tid / ws;
   const int active = warp_run(r0, r1, nt / ws, warp, ws, a, b);
+  EntryBatch own;
+  EntryBatch& batch = first != nullptr ? *first : own;
+  EntryCursor at(a + static_cast<uint32_t>(dev::lane_id()), r.k, static_cast<uint32_t>(ws));
+  batch.read(r, weights, weights_stride, a, b, at);
   for (int i = tid; i < active * r.experts; i += nt) hist[i] = 0;
   dev::sync_block();
-  count_run(r, a, b, hist, warp * r.experts, weights, weights_stride, first);
+  count_run(r, a, b, hist, warp * r.experts, batch, at);
   dev::sync_block();
   return active;
 }
