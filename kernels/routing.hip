@@ -60,8 +60,9 @@
 //     c (its chunk's start), all reads in flight, then ranks and writes chunk c's entries
 //     (blocks past the chunks rank nothing) and its share of the padding.
 // The ids and weights are read before the device row count is known (every j < T*k is
-// inside the views), four groups at a time (kGroupsAhead), so the row count, id and
-// weight reads overlap; the sort kernel reads a warp's first four groups (its whole run
+// inside the views) and before the histogram rows are zeroed (count_block), four groups at
+// a time (kGroupsAhead), so the row count, id and weight reads overlap each other and the
+// zeroing's barrier; the sort kernel reads a warp's first four groups (its whole run
 // at decode) once, weights with them, and finds their match masks once, for both the
 // count and the ranking; every count-matrix read of a sort thread is in flight at once.
 // Shares of the padding are made on the host (no 64-bit division on the device).
