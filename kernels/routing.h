@@ -79,7 +79,8 @@ class RoutingPlan {
   // padding loop's stride would be 0, a hang on the GPU and on the executor alike).
   static_assert(kDecodeMaxThreads >= 64, "the decode kernel's blocks hold whole wave64s");
   static int decode_threads(int64_t T, int k, int experts) {
-    return block_threads(T, k, experts) < kDecodeMaxThreads ? block_threads(T, k, experts) : kDecodeMaxThreads;
+    const int n = block_threads(T, k, experts);
+    return n < kDecodeMaxThreads ? n : kDecodeMaxThreads;
   }
   static int decode_blocks(int64_t T, int k, int E, int block_size) {
     return fill_blocks(T, k, E, block_size) * (block_threads(T, k, E) / decode_threads(T, k, E));

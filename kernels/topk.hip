@@ -372,11 +372,10 @@ __global__ void HY4_LAUNCH_BOUNDS(512) topk_row_block_kernel(const void* logits,
   const int ws = dev::warp_size(), lane = dev::lane_id(), warp = tid / ws, warps = nt / ws;
   const int kk = k < ws ? k : ws;
   const int nc = warps * kk;  // candidates
-  int parts = 1, parts_log2 = 0;  // threads per candidate: a power of two, at most nt / nc and ws
-  while (parts * 2 * nc <= nt && parts * 2 <= ws) {
-    parts *= 2;
-    ++parts_log2;
-  }
+  // threads per candidate: parts = 2^parts_log2, the largest power of two at most nt / nc and ws
+  int parts_log2 = 0;
+  while ((2 << parts_log2) * nc <= nt && (2 << parts_log2) <= ws) ++parts_log2;
+  const int parts = 1 << parts_log2;
   HY4_SHARED_UPTO(uint64_t, cand_key, kMaxCandidates, nc);
   HY4_SHARED_UPTO(float, s_of, 512, nt);  // s of expert e (thread e), read back by the key's id
   HY4_SHARED_UPTO(uint64_t, warp_keys, 512, nt);  // key of thread e, read by its warp
