@@ -202,7 +202,9 @@ def try_plant(build, p, stop_on_failure=False, timeout=900):
             env = dict(os.environ, RC_PARAMS="noshrink=1", GTEST_FAIL_FAST="1")
             quick = r"^(fuzz|regression)\."
             # The quick tests take under 40 s each: 120 s is a hang (a loop that never ends
-            # cost the whole per-test limit, twice, before this).
+            # cost the whole per-test limit, twice, before this).  The executor's block
+            # watchdog (HY4_CPU_BLOCK_TIMEOUT_S, 60 s) now ends a hung test first, in
+            # every stage.
             quick_cmd = cmd[:-1] + [str(min(timeout, 120))]
             # Then the conformance run (every op's bad-argument classes and limits, a few
             # cases each, ~15 s): a plan's refusal mutants fail there, not after the op's

@@ -12,9 +12,8 @@ namespace {
 std::atomic<KeepCaseOnFault*> g_open{nullptr};  // the innermost open scope
 std::atomic<bool> g_enabled{true};
 
-void on_kernel_fault() {
-  if (const KeepCaseOnFault* k = g_open.load())
-    k->save("a kernel thread touched unmapped memory (SIGSEGV on the CPU executor; on a GPU an illegal address)");
+void on_kernel_fault(const char* what) {
+  if (const KeepCaseOnFault* k = g_open.load()) k->save(what);
 }
 
 }  // namespace

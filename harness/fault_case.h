@@ -6,8 +6,9 @@
 //    of bounds, a barrier or collective not reached, a misaligned vector; a GPU's
 //    illegal address, thrown by the next synchronizing call) writes the case as it
 //    passes and goes on unchanged;
-//  - a kernel thread touching unmapped memory on the CPU executor (SIGSEGV: the process
-//    ends, rt::set_fault_hook) writes the case before the process dies.
+//  - a kernel thread touching unmapped memory on the CPU executor (SIGSEGV), or a block
+//    that runs past HY4_CPU_BLOCK_TIMEOUT_S there (a hang): the process ends, and
+//    rt::set_fault_hook writes the case, its `fault` saying which, before it dies.
 // The file is <case dir>/<op>.fault.<seed>.case (text fault: what happened), and one
 // stderr line names it with its hy4-repro command (--warp, --graph as it ran).
 // Every op harness opens one in run_<op>_eager and run_<op>_replays, after its plan is

@@ -7,9 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -114,6 +117,28 @@ __global__ void thread_order_kernel(int* counters, int* out) {
 // past the end of the buffer.
 __global__ void write_index_kernel(int* out) { out[threadIdx.x] = static_cast<int>(threadIdx.x); }
 __global__ void read_at_kernel(const int* in, int64_t i, int* out) { out[0] = in[i]; }
+
+// Block 1's thread 5 loops without end when stride is 0 (the volatile store keeps the
+// loop a side effect the compiler may not drop); every other thread ends at once.
+__global__ void endless_thread_kernel(int* out, int stride) {
+  if (blockIdx.x != 1 || threadIdx.x != 5) return;
+  volatile int* v = out;
+  for (int i = 0; i < 8; i += stride) v[0] = i;
+}
+// Every warp loops through ballots without end when stride is 0: its threads come back
+// to the scheduler at each collective, and still never finish.
+__global__ void endless_collective_kernel(int* out, int stride) {
+  int n = 0;
+  for (int i = 0; i < 8; i += stride) n += static_cast<int>(hy4::dev::ballot(i >= 0) & 1);
+  out[threadIdx.x] = n;
+}
+
+// Thread 0 of each block sleeps ms milliseconds (host code: this kernel runs only on the
+// CPU executor), then every thread writes its index.
+__global__ void slow_block_kernel(int* out, int ms) {
+  if (threadIdx.x == 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  out[threadIdx.x] = static_cast<int>(threadIdx.x);
+}
 
 template <class F>
 std::string fault_of(F&& f) {
@@ -315,6 +340,83 @@ TEST_P(Executor, AFaultingCaseLeavesItsCaseFile) {
   EXPECT_NE(died.text_or("fault", "").find("unmapped memory"), std::string::npos);
 #endif
   if (was) ::setenv("HY4_CASE_DIR", previous.c_str(), 1); else ::unsetenv("HY4_CASE_DIR");
+}
+
+// A kernel thread that never ends hangs a GPU's launch.  The executor's watchdog
+// (HY4_CPU_BLOCK_TIMEOUT_S, default 60 s) ends the process instead: it names the kernel,
+// the running blocks and threads, and the open case writes its case file first.  Here the
+// limit is 1 s (every launch reads it).  Both kinds of endless loop: one thread that
+// never comes back to the scheduler, and warps that come back at every collective but
+// never finish.  With a stride of 1 the same kernels end, and a launch of many short
+// blocks that takes longer than the limit in all is not stopped: it times blocks.
+TEST_P(Executor, AKernelThatNeverEndsIsStoppedByTheWatchdog) {
+  const std::string dir = ::testing::TempDir() + "hy4_hung_cases_warp" + std::to_string(GetParam());
+  const char* was = std::getenv("HY4_CASE_DIR");
+  const std::string previous = was ? was : "";
+  const char* limit_was = std::getenv("HY4_CPU_BLOCK_TIMEOUT_S");
+  const std::string limit_previous = limit_was ? limit_was : "";
+  ::setenv("HY4_CASE_DIR", dir.c_str(), 1);
+  ::setenv("HY4_CPU_BLOCK_TIMEOUT_S", "1", 1);
+  const int64_t seed = 9200 + GetParam();
+  const std::string path = dir + "/gate.fault." + std::to_string(seed) + ".case";
+  std::remove(path.c_str());
+  DeviceBuffer<int> d(256);
+  ScopedStream s;
+  HY4_LAUNCH(endless_thread_kernel, dim3(3), dim3(64), s.get(), d.get(), 1);
+  HY4_LAUNCH(endless_collective_kernel, dim3(2), dim3(128), s.get(), d.get(), 1);
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  // (A death test's child runs the test's lines before its own statement again, and
+  // skips the other statements: the case file is read only after the last one.)
+  EXPECT_DEATH(HY4_LAUNCH(endless_collective_kernel, dim3(2), dim3(128), s.get(), d.get(), 0),
+               "kernel endless_collective_kernel .* a block still runs after 1 s(.|\n)*block \\([01],0,0\\) running for");
+  EXPECT_DEATH(
+      {
+        const hy4::harness::KeepCaseOnFault keep([seed] {
+          hy4::harness::CaseFile c;
+          c.op = "gate";
+          c.ints["seed"] = seed;
+          return c;
+        }, false);
+        HY4_LAUNCH(endless_thread_kernel, dim3(3), dim3(64), s.get(), d.get(), 0);
+      },
+      "kernel endless_thread_kernel \\(grid \\(3,1,1\\), block \\(64,1,1\\), warp " + std::to_string(GetParam()) +
+          "\\): a block still runs after 1 s \\(HY4_CPU_BLOCK_TIMEOUT_S\\).*; [123] of 3 blocks started\\."
+          "(.|\n)*block \\(1,0,0\\) running for [0-9]+ s, thread \\(5,0,0\\) last resumed(.|\n)*case written to");
+  const hy4::harness::CaseFile hung = hy4::harness::CaseFile::read(path);
+  EXPECT_NE(hung.text_or("fault", "").find("HY4_CPU_BLOCK_TIMEOUT_S"), std::string::npos) << hung.text_or("fault", "");
+  // Blocks of 0.4 s, four per executor thread: 1.6 s or more in all (last: a death
+  // test's child does not get this far).
+  const char* threads_env = std::getenv("HY4_CPU_THREADS");
+  const unsigned threads = threads_env ? unsigned(std::atoi(threads_env)) : std::thread::hardware_concurrency();
+  const auto t0 = std::chrono::steady_clock::now();
+  HY4_LAUNCH(slow_block_kernel, dim3(4 * std::max(threads, 1u)), dim3(64), s.get(), d.get(), 400);
+  EXPECT_GT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1200))
+      << "the long launch took less than the limit: it shows nothing";
+  if (limit_was) ::setenv("HY4_CPU_BLOCK_TIMEOUT_S", limit_previous.c_str(), 1);
+  else ::unsetenv("HY4_CPU_BLOCK_TIMEOUT_S");
+  if (was) ::setenv("HY4_CASE_DIR", previous.c_str(), 1); else ::unsetenv("HY4_CASE_DIR");
+}
+
+// A watchdog limit that is not whole seconds is refused by the launch, naming the
+// variable; 0 turns the watchdog off.
+TEST_P(Executor, AnUnreadableWatchdogLimitIsRefusedByName) {
+  const char* was = std::getenv("HY4_CPU_BLOCK_TIMEOUT_S");
+  const std::string previous = was ? was : "";
+  DeviceBuffer<int> d(64);
+  ScopedStream s;
+  for (const char* bad : {"2m", "", "-1", "1e9", "86401"}) {
+    ::setenv("HY4_CPU_BLOCK_TIMEOUT_S", bad, 1);
+    try {
+      HY4_LAUNCH(write_value_kernel, dim3(1), dim3(64), s.get(), d.get(), 1);
+      ADD_FAILURE() << "HY4_CPU_BLOCK_TIMEOUT_S='" << bad << "' was accepted";
+    } catch (const hy4::rt::RuntimeError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("HY4_CPU_BLOCK_TIMEOUT_S='") + bad + "'"), std::string::npos)
+          << e.what();
+    }
+  }
+  ::setenv("HY4_CPU_BLOCK_TIMEOUT_S", "0", 1);
+  EXPECT_NO_THROW(HY4_LAUNCH(write_value_kernel, dim3(1), dim3(64), s.get(), d.get(), 1));
+  if (was) ::setenv("HY4_CPU_BLOCK_TIMEOUT_S", previous.c_str(), 1); else ::unsetenv("HY4_CPU_BLOCK_TIMEOUT_S");
 }
 
 // Freeing a device pointer twice (or one malloc_device never gave) is an error, as

@@ -15,8 +15,10 @@ unsigned long long sched_seed();
 // and shared-memory garbage, so a race inside a block replays exactly from the case file.
 // (Which pool thread runs which block, and so the timing between blocks, still varies.)
 void begin_case_schedule(unsigned long long key);
-// Called once, from the fault reporter, when a kernel thread touches unmapped memory
-// (SIGSEGV / SIGBUS: the process is about to end), after the line naming the kernel,
-// block and thread; under ASan, from ASan's death callback.  nullptr: none.
-void set_fault_hook(void (*hook)());
+// Called once, with what happened, before the process dies of a kernel fault: from the
+// fault reporter when a kernel thread touches unmapped memory (SIGSEGV / SIGBUS), after
+// the line naming the kernel, block and thread (under ASan, from ASan's death callback);
+// from the block watchdog when a block runs past HY4_CPU_BLOCK_TIMEOUT_S, after its
+// report.  nullptr: none.
+void set_fault_hook(void (*hook)(const char* what));
 }  // namespace hy4::cpu

@@ -60,7 +60,7 @@ std::string device_name() { return "cpu-simt warp" + std::to_string(hy4::cpu::wa
 int warp_size() { return hy4::cpu::warp_size(); }
 std::vector<int> supported_warp_sizes() { return {32, 64}; }
 void set_warp_size(int w) { hy4::cpu::set_warp_size(w); }
-void set_fault_hook(void (*hook)()) { hy4::cpu::set_fault_hook(hook); }
+void set_fault_hook(void (*hook)(const char*)) { hy4::cpu::set_fault_hook(hook); }
 void begin_case_schedule(uint64_t key) { hy4::cpu::begin_case_schedule(key); }
 uint64_t schedule_seed() { return hy4::cpu::sched_seed(); }
 void set_schedule_seed(uint64_t seed) { hy4::cpu::set_sched_seed(seed); }

@@ -4,10 +4,11 @@
 // blocks run in a shuffled order on a pool of OS threads (a block's fibers round-robin,
 // or warp by warp: its seed picks).  A fiber runs until it reaches a barrier or a warp
 // collective; a barrier releases when every thread of the block stands at it, a
-// collective when every lane of the warp does.  Anything
-// else (a thread that exits while others wait, lanes at different collectives) is a
-// KernelFault naming the kernel, block, threads and site.  Shared memory is poisoned
-// with garbage at each block start, and a read of an element no thread has written is
+// collective when every lane of the warp does.  Anything else (a thread that exits
+// while others wait, lanes at different collectives) is a KernelFault naming the kernel,
+// block, threads and site; a block that runs past HY4_CPU_BLOCK_TIMEOUT_S (default
+// 60 s; a thread that loops without end) ends the process, naming the running blocks
+// and threads.  Shared memory is poisoned with garbage at each block start, and a read of an element no thread has written is
 // reported.  The warp size (32 or 64) is chosen at run time (hy4::cpu::set_warp_size
 // or HY4_CPU_WARP_SIZE).
 #pragma once

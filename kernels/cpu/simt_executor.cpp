@@ -3,8 +3,10 @@
 // Scheduling: a launch's blocks are shuffled (seeded per launch) and taken by a pool
 // of OS threads; a block's threads are fibers on one OS thread, resumed in a
 // shuffled round-robin or warp by warp (each block's seed picks; see run_block).  A
-// fiber runs until it reaches __syncthreads, a warp collective, or its end.  When no fiber of a block can run and not all are done,
-// the block is deadlocked: the fault names who waits where and who is missing.
+// fiber runs until it reaches __syncthreads, a warp collective, or its end.  When no
+// fiber of a block can run and not all are done, the block is deadlocked: the fault names
+// who waits where and who is missing.  A fiber that never ends (a loop without end, with
+// or without collectives in it) is found by the block watchdog instead (see Watch).
 // ASan is told about every stack switch (__sanitizer_start/finish_switch_fiber).
 // The switch itself (x86-64) saves the callee-saved registers and the stack pointer
 // and nothing else: glibc's swapcontext also saves the signal mask, a system call per
@@ -15,8 +17,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstddef>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -221,6 +225,8 @@ struct LaunchState {
   std::mutex mu;
   std::string first_fault;
   std::atomic<bool> faulted{false};
+  uint64_t nblocks = 0;
+  std::atomic<uint64_t> next_block{0};  // blocks handed out to the pool (and the watchdog's count)
   void fault(const std::string& msg) {
     std::lock_guard<std::mutex> lk(mu);
     if (first_fault.empty()) first_fault = msg;
@@ -241,6 +247,13 @@ struct Block {
 };
 
 struct Worker {
+  Worker();
+  ~Worker();
+  // What this worker runs, for the block watchdog (another thread): the block's linear
+  // index, -1 when none, and since when (steady clock, ns); the fiber's linear thread index.
+  std::atomic<int64_t> watch_block{-1};
+  std::atomic<int64_t> watch_since_ns{0};
+  std::atomic<int> watch_thread{-1};
   Context sched_ctx;
   const void* sched_bottom = nullptr;
   std::size_t sched_size = 0;
@@ -250,6 +263,40 @@ struct Worker {
   Block* block = nullptr;
 };
 thread_local Worker tl_worker;
+
+// ---- block watchdog ----------------------------------------------------------------
+// A kernel thread that loops without end (a stride of 0, a bound never reached) keeps its
+// block running for ever, whether or not it comes back to the scheduler at collectives:
+// on a GPU the launch hangs.  A block takes milliseconds (the largest of the suite, 1024
+// threads over thousands of entries, well under a second), while a whole launch of 65535
+// blocks takes half a minute on two cores, so the watchdog times blocks, not launches.
+// One watchdog thread looks every 200 ms; a block running past HY4_CPU_BLOCK_TIMEOUT_S
+// seconds makes it print the kernel, grid and every running block with its thread last
+// resumed, run the fault hook (the harness writes the open case's file) and abort, so a
+// hang fails its test within a minute, not at ctest's limit.
+struct Watch {
+  std::mutex mu;                 // held to start / end a launch and to report one
+  const void* launch = nullptr;  // the LaunchState in progress (under mu), or nullptr
+  int limit_s = 0;               // of the launch in progress
+  std::vector<Worker*> workers;  // every thread's Worker (under mu)
+};
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+Watch& watch() {
+  static Watch* w = new Watch;  // never destroyed: the watchdog may outlive static destruction
+  return *w;
+}
+Worker::Worker() {
+  std::lock_guard<std::mutex> lk(watch().mu);
+  watch().workers.push_back(this);
+}
+Worker::~Worker() {
+  std::lock_guard<std::mutex> lk(watch().mu);
+  auto& ws = watch().workers;
+  ws.erase(std::remove(ws.begin(), ws.end(), this), ws.end());
+}
 
 std::string where(const Block& b) {
   std::ostringstream os;
@@ -267,7 +314,15 @@ std::string where(const Block& b, const Fiber& f) {
 // thread_local) goes through the TLS init wrapper - 18 % of a fuzz input's time.
 thread_local Worker* tl_worker_ptr = nullptr;
 void install_fault_reporter();
-std::atomic<void (*)()> g_fault_hook{nullptr};  // set_fault_hook's: run once by the fault reporter
+std::atomic<void (*)(const char*)> g_fault_hook{nullptr};  // set_fault_hook's: run once by a reporter
+constexpr const char* kUnmappedFault =
+    "a kernel thread touched unmapped memory (SIGSEGV on the CPU executor; on a GPU an illegal address)";
+void run_fault_hook(const char* what) {
+  if (void (*hook)(const char*) = g_fault_hook.exchange(nullptr)) hook(what);
+}
+#if defined(HY4_ASAN)
+void asan_death_callback() { run_fault_hook(kUnmappedFault); }
+#endif
 Worker& W() {
   Worker* w = tl_worker_ptr;
   if (__builtin_expect(w == nullptr, 0)) {
@@ -295,7 +350,7 @@ void fault_reporter(int sig, siginfo_t* info, void*) {
     if (n > 0) (void)!write(2, line, static_cast<std::size_t>(std::min<int>(n, sizeof line - 1)));
   }
   signal(sig, SIG_DFL);  // a fault inside the hook ends the process at once
-  if (void (*hook)() = g_fault_hook.exchange(nullptr)) hook();
+  run_fault_hook(kUnmappedFault);
   raise(sig);
 }
 
@@ -358,6 +413,7 @@ void fiber_entry() {
 void run_fiber(Fiber& f) {
   Worker& w = W();
   w.current = &f;
+  w.watch_thread.store(f.linear, std::memory_order_relaxed);
 #if defined(HY4_ASAN)
   void* fake = nullptr;
   __sanitizer_start_switch_fiber(&fake, f.stack->usable, f.stack->size);
@@ -494,6 +550,8 @@ void run_block(LaunchState& L, uint64_t block_linear) {
   w.fibers.resize(b.nthreads);
   b.fibers = &w.fibers;
   w.block = &b;
+  w.watch_since_ns.store(steady_ns(), std::memory_order_relaxed);
+  w.watch_block.store(int64_t(block_linear), std::memory_order_release);
   for (int i = 0; i < b.nthreads; ++i) {
     Fiber& f = w.fibers[i];
     f = Fiber{};
@@ -568,6 +626,7 @@ void run_block(LaunchState& L, uint64_t block_linear) {
     }
   }
   w.block = nullptr;
+  w.watch_block.store(-1, std::memory_order_relaxed);
 }
 
 // A small persistent pool: blocks of one launch are spread over it.
@@ -635,6 +694,96 @@ Pool& pool() {
 }
 std::mutex g_launch_mu;  // one launch at a time: the pool serves one job
 
+// The watchdog's limit: HY4_CPU_BLOCK_TIMEOUT_S (whole seconds, 0 = no watchdog), read by
+// every launch; default 60.  An unreadable value is an error of the launch, naming it.
+int block_timeout_s() {
+  const char* e = std::getenv("HY4_CPU_BLOCK_TIMEOUT_S");
+  if (!e) return 60;
+  char* end = nullptr;
+  errno = 0;
+  const long n = std::strtol(e, &end, 10);
+  if (end == e || *end != '\0' || errno != 0 || n < 0 || n > 86400)
+    throw hy4::rt::RuntimeError("HY4_CPU_BLOCK_TIMEOUT_S='" + std::string(e) +
+                                "': expected whole seconds from 0 (no watchdog) to 86400");
+  return int(n);
+}
+
+std::string dims(uint64_t linear, dim3 d) {
+  return "(" + std::to_string(linear % d.x) + "," + std::to_string(linear / d.x % d.y) + "," +
+         std::to_string(linear / (uint64_t(d.x) * d.y)) + ")";
+}
+
+// The report when a block of the launch in progress runs past the limit, or "" when none
+// does; made under Watch::mu (the launch cannot end meanwhile).
+std::string hung_block_report(const LaunchState& L, int limit, const std::vector<Worker*>& workers) {
+  const int64_t now = steady_ns();
+  bool hung = false;
+  std::ostringstream running;
+  for (const Worker* w : workers) {
+    const int64_t b = w->watch_block.load(std::memory_order_acquire);
+    if (b < 0) continue;
+    const double secs = double(now - w->watch_since_ns.load(std::memory_order_relaxed)) * 1e-9;
+    hung = hung || secs >= limit;
+    running << "\n  block " << dims(uint64_t(b), L.grid) << " running for " << int64_t(secs) << " s";
+    const int t = w->watch_thread.load(std::memory_order_relaxed);
+    if (t >= 0) running << ", thread " << dims(uint64_t(t), L.block) << " last resumed";
+  }
+  if (!hung) return "";
+  std::ostringstream os;
+  os << "hy4 cpu executor: kernel " << L.name << " (grid (" << L.grid.x << "," << L.grid.y << "," << L.grid.z
+     << "), block (" << L.block.x << "," << L.block.y << "," << L.block.z << "), warp " << L.warp
+     << "): a block still runs after " << limit << " s (HY4_CPU_BLOCK_TIMEOUT_S): a kernel thread loops "
+     << "without end (on a GPU the launch hangs); " << std::min(L.next_block.load(), L.nblocks) << " of "
+     << L.nblocks << " blocks started." << running.str() << "\n";
+  return os.str();
+}
+
+void watchdog_loop() {
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::string report, kernel;
+    {
+      Watch& w = watch();
+      std::lock_guard<std::mutex> lk(w.mu);
+      if (!w.launch) continue;
+      const LaunchState& L = *static_cast<const LaunchState*>(w.launch);
+      report = hung_block_report(L, w.limit_s, w.workers);
+      if (report.empty()) continue;
+      kernel = L.name;
+    }
+    // Printed, the hook run and the process ended after the lock is let go: the hook may
+    // touch this thread's Worker, whose construction takes Watch::mu.
+    (void)!write(2, report.data(), report.size());
+    run_fault_hook(("a block of " + kernel +
+                    " ran past HY4_CPU_BLOCK_TIMEOUT_S: a kernel thread loops without end (on a GPU a hang)")
+                       .c_str());
+    std::abort();
+  }
+}
+
+// Watches one launch while it lives (nothing when the limit is 0).
+class LaunchWatch {
+ public:
+  LaunchWatch(const LaunchState& L, int limit_s) : on_(limit_s > 0) {
+    if (!on_) return;
+    static std::once_flag started;
+    std::call_once(started, [] { std::thread(watchdog_loop).detach(); });
+    std::lock_guard<std::mutex> lk(watch().mu);
+    watch().launch = &L;
+    watch().limit_s = limit_s;
+  }
+  ~LaunchWatch() {
+    if (!on_) return;
+    std::lock_guard<std::mutex> lk(watch().mu);
+    watch().launch = nullptr;
+  }
+  LaunchWatch(const LaunchWatch&) = delete;
+  LaunchWatch& operator=(const LaunchWatch&) = delete;
+
+ private:
+  bool on_;
+};
+
 }  // namespace
 
 const ThreadIndex& current_index() { return cur().idx; }
@@ -649,11 +798,11 @@ int warp_size() {
 }
 int lane_id() { return cur().lane; }
 void set_sched_seed(unsigned long long seed) { g_sched_seed = seed; }
-void set_fault_hook(void (*hook)()) {
+void set_fault_hook(void (*hook)(const char* what)) {
   g_fault_hook = hook;
   install_fault_reporter();  // before any kernel ran on this thread, too
 #if defined(HY4_ASAN)
-  __sanitizer_set_death_callback(hook);
+  __sanitizer_set_death_callback(hook ? asan_death_callback : nullptr);
 #endif
 }
 unsigned long long sched_seed() { return g_sched_seed.load(); }
@@ -760,6 +909,7 @@ void execute_launch(const char* name, dim3 grid, dim3 block, std::function<void(
        << ") block (" << block.x << "," << block.y << "," << block.z << ")";
     throw hy4::rt::RuntimeError(os.str());
   }
+  const int limit_s = block_timeout_s();
   std::lock_guard<std::mutex> guard(g_launch_mu);
   LaunchState L;
   L.name = name;
@@ -773,10 +923,11 @@ void execute_launch(const char* name, dim3 grid, dim3 block, std::function<void(
   for (uint64_t i = 0; i < nblocks; ++i) perm[i] = i;
   std::mt19937_64 rng(L.seed);
   std::shuffle(perm.begin(), perm.end(), rng);
-  std::atomic<uint64_t> next{0};
+  L.nblocks = nblocks;
+  const LaunchWatch watched(L, limit_s);
   std::function<void()> job = [&] {
     for (;;) {
-      uint64_t i = next.fetch_add(1);
+      uint64_t i = L.next_block.fetch_add(1);
       if (i >= nblocks || L.faulted) return;
       run_block(L, perm[i]);
     }

@@ -125,7 +125,7 @@ void set_warp_size(int w) {
 void begin_case_schedule(uint64_t) {}  // a GPU's scheduling is its own
 uint64_t schedule_seed() { return 0; }
 void set_schedule_seed(uint64_t) {}
-void set_fault_hook(void (*)()) {}  // GPU faults come back as errors of the next synchronizing call
+void set_fault_hook(void (*)(const char*)) {}  // GPU faults come back as errors of the next synchronizing call
 
 Stream create_stream() {
   gpuStream_t s{};
