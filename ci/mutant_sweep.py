@@ -14,6 +14,8 @@ the same mechanics (plant_campaign.prepare / try_plant; your tree is never edite
   warp     dev::warp_size() -> 32, -> 64  (a kernel that assumes one warp size)
   arith    a + b -> a - b, a - b -> a + b  (spaced; not in the default set: many, most caught
            at once; run it with --sample)
+  bits     & <-> |, ^ -> |, << <-> >>  (spaced; not in the default set: masks, packed keys,
+           power-of-two divisions)
 
 A mutant is CAUGHT when some test of the file's ctest label fails (ctest stops at the first
 failure), SURVIVED when the whole label passes.  A survivor is either a hole in the suite
@@ -54,6 +56,8 @@ OPERATORS = {
     "sync": [(re.compile(r"\bdev::sync_(?:block|warp)\(\);"), ";")],
     "warp": [(re.compile(r"\bdev::warp_size\(\)"), "32"), (re.compile(r"\bdev::warp_size\(\)"), "64")],
     "arith": [(re.compile(r" \+ "), " - "), (re.compile(r" - "), " + ")],
+    "bits": [(re.compile(re.escape(a)), b) for a, b in
+             [(" & ", " | "), (" | ", " & "), (" ^ ", " | "), (" << ", " >> "), (" >> ", " << ")]],
 }
 DEFAULT_OPS = ("rel", "logic", "off1", "minmax", "sync", "warp")
 
@@ -129,7 +133,7 @@ def main():
     ap.add_argument("files", nargs="+", help="kernel files, relative to the repository root")
     ap.add_argument("--label", default="", help="ctest label to run (default: the op in the file name)")
     ap.add_argument("--ops", default=",".join(DEFAULT_OPS),
-                    help=f"operator classes (default {','.join(DEFAULT_OPS)}; also: arith)")
+                    help=f"operator classes (default {','.join(DEFAULT_OPS)}; also: arith, bits)")
     ap.add_argument("--lines", default="", help="A-B: only mutate lines A..B (with one file)")
     ap.add_argument("--sample", type=int, default=0, help="run N mutants picked by --seed (0: all)")
     ap.add_argument("--seed", type=int, default=1)
