@@ -16,6 +16,9 @@ the same mechanics (plant_campaign.prepare / try_plant; your tree is never edite
            at once; run it with --sample)
   bits     & <-> |, ^ -> |, << <-> >>  (spaced; not in the default set: masks, packed keys,
            power-of-two divisions)
+  stride   "* x_stride" -> "* y_stride" (also sink's *_ts, *_hs), y another stride named
+           within 25 lines above or 5 below (the upstream bug: a sorter that ignored its input's stride; not in the
+           default set)
 
 A mutant is CAUGHT when some test of the file's ctest label fails (ctest stops at the first
 failure), SURVIVED when the whole label passes.  A survivor is either a hole in the suite
@@ -59,7 +62,26 @@ OPERATORS = {
     "bits": [(re.compile(re.escape(a)), b) for a, b in
              [(" & ", " | "), (" | ", " & "), (" ^ ", " | "), (" << ", " >> "), (" >> ", " << ")]],
 }
+OPERATORS["stride"] = []  # context-dependent: see stride_edits
 DEFAULT_OPS = ("rel", "logic", "off1", "minmax", "sync", "warp")
+STRIDE_USE = re.compile(r"\* (\w+_(?:stride|ts|hs))\b")  # sink's strides: out_ts (token), out_hs (head)
+STRIDE_NAME = re.compile(r"\b(\w+_(?:stride|ts|hs))\b")
+
+
+def stride_edits(all_lines, n, code):
+    """(start, end, replacement) for each stride used as "* x_stride" in code (line n, from
+    1), swapped for each other stride named near it (so that it is in scope)."""
+    near = []
+    for l in all_lines[max(0, n - 26):n + 5]:
+        for name in STRIDE_NAME.findall(l):
+            if name not in near:
+                near.append(name)
+    out = []
+    for m in STRIDE_USE.finditer(code):
+        for other in near:
+            if other != m.group(1):
+                out.append((m.start(1), m.end(1), other))
+    return out
 
 
 def fail(msg):
@@ -104,7 +126,8 @@ def mutants_of(rel, text, ops, lines):
     """Every mutant of the file: dicts in plant form (file, old = the whole line, new, at)."""
     out = []
     pos = 0
-    for n, line in enumerate(text.split("\n"), 1):
+    all_lines = text.split("\n")
+    for n, line in enumerate(all_lines, 1):
         start, pos = pos, pos + len(line) + 1
         if lines and not (lines[0] <= n <= lines[1]):
             continue
@@ -113,8 +136,12 @@ def mutants_of(rel, text, ops, lines):
             continue
         hits = None
         for op in ops:
-            for k, (pat, rep) in enumerate(OPERATORS[op]):
-                for j, m in enumerate(pat.finditer(code)):
+            if op == "stride":
+                classes = [[(a, b, r) for a, b, r in stride_edits(all_lines, n, code)]]
+            else:
+                classes = [[(m.start(), m.end(), rep) for m in pat.finditer(code)] for pat, rep in OPERATORS[op]]
+            for k, edits in enumerate(classes):
+                for j, (m_start, m_end, rep) in enumerate(edits):
                     if hits is None:
                         # the plant's 'at': which occurrence of the line's text (as apply
                         # finds them) is this line; once per line
@@ -122,7 +149,7 @@ def mutants_of(rel, text, ops, lines):
                         while i >= 0:
                             hits.append(i)
                             i = text.find(line, i + 1)
-                    out.append({"file": rel, "old": line, "new": line[:m.start()] + rep + line[m.end():],
+                    out.append({"file": rel, "old": line, "new": line[:m_start] + rep + line[m_end:],
                                 "at": str(hits.index(start) + 1), "_many": len(hits) > 1, "_line": n,
                                 "id": f"{rel}:{n}:{op}{k}.{j}"})
     return out
@@ -133,7 +160,7 @@ def main():
     ap.add_argument("files", nargs="+", help="kernel files, relative to the repository root")
     ap.add_argument("--label", default="", help="ctest label to run (default: the op in the file name)")
     ap.add_argument("--ops", default=",".join(DEFAULT_OPS),
-                    help=f"operator classes (default {','.join(DEFAULT_OPS)}; also: arith, bits)")
+                    help=f"operator classes (default {','.join(DEFAULT_OPS)}; also: arith, bits, stride)")
     ap.add_argument("--lines", default="", help="A-B: only mutate lines A..B (with one file)")
     ap.add_argument("--sample", type=int, default=0, help="run N mutants picked by --seed (0: all)")
     ap.add_argument("--seed", type=int, default=1)
