@@ -267,9 +267,10 @@ thread_local Worker tl_worker;
 // ---- block watchdog ----------------------------------------------------------------
 // A kernel thread that loops without end (a stride of 0, a bound never reached) keeps its
 // block running for ever, whether or not it comes back to the scheduler at collectives:
-// on a GPU the launch hangs.  A block takes milliseconds (the largest of the suite, 1024
-// threads over thousands of entries, well under a second), while a whole launch of 65535
-// blocks takes half a minute on two cores, so the watchdog times blocks, not launches.
+// on a GPU the launch hangs.  A block takes milliseconds (the whole cpu ctest, ASan fuzz
+// smoke included, passes with a 2 s limit), while a whole launch of 65535 blocks takes
+// half a minute on two cores, so the watchdog times blocks, not launches.  (A process
+// forked from one that launched has no watchdog: gtest's death tests here re-execute.)
 // One watchdog thread looks every 200 ms; a block running past HY4_CPU_BLOCK_TIMEOUT_S
 // seconds makes it print the kernel, grid and every running block with its thread last
 // resumed, run the fault hook (the harness writes the open case's file) and abort, so a
