@@ -17,8 +17,8 @@ the same mechanics (plant_campaign.prepare / try_plant; your tree is never edite
   bits     & <-> |, ^ -> |, << <-> >>  (spaced; not in the default set: masks, packed keys,
            power-of-two divisions)
   stride   "* x_stride" -> "* y_stride" (also sink's *_ts, *_hs), y another stride named
-           within 25 lines above or 5 below (the upstream bug: a sorter that ignored its input's stride; not in the
-           default set)
+           within 25 lines above or 5 below (the upstream bug's kind: a sorter that ignored
+           its input's stride; not in the default set; a y not in scope does not build)
 
 A mutant is CAUGHT when some test of the file's ctest label fails (ctest stops at the first
 failure), SURVIVED when the whole label passes.  A survivor is either a hole in the suite
@@ -137,7 +137,7 @@ def mutants_of(rel, text, ops, lines):
         hits = None
         for op in ops:
             if op == "stride":
-                classes = [[(a, b, r) for a, b, r in stride_edits(all_lines, n, code)]]
+                classes = [stride_edits(all_lines, n, code)]
             else:
                 classes = [[(m.start(), m.end(), rep) for m in pat.finditer(code)] for pat, rep in OPERATORS[op]]
             for k, edits in enumerate(classes):
