@@ -95,8 +95,9 @@ void check_launch(const char* kernel_name);
 // cannot come back as an exception: on the CPU executor, a kernel thread touching
 // unmapped memory (SIGSEGV / SIGBUS, after the line naming kernel, block and thread;
 // ASan's death callback under ASan), or a block running past HY4_CPU_BLOCK_TIMEOUT_S
-// (the watchdog, after its report).  Called at most once per set.  A GPU never calls it: its illegal address comes
-// back as a RuntimeError from the next synchronizing call.  nullptr: none.
+// (the watchdog, after its report).  Called at most once per set.  A GPU never calls
+// it: its illegal address comes back as a RuntimeError from the next synchronizing call.
+// nullptr: none.
 void set_fault_hook(void (*hook)(const char* what));
 
 }  // namespace hy4::rt
