@@ -140,6 +140,29 @@ __global__ void slow_block_kernel(int* out, int ms) {
   out[threadIdx.x] = static_cast<int>(threadIdx.x);
 }
 
+// Sets an environment variable for a scope, then puts back what was there (or its absence).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* was = std::getenv(name)) {
+      previous_ = was;
+      had_ = true;
+    }
+    set(value);
+  }
+  void set(const std::string& value) { ::setenv(name_, value.c_str(), 1); }
+  ~ScopedEnv() {
+    if (had_) ::setenv(name_, previous_.c_str(), 1); else ::unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::string previous_;
+  bool had_ = false;
+};
+
 template <class F>
 std::string fault_of(F&& f) {
   try {
@@ -297,9 +320,7 @@ TEST_P(Executor, ReadPastTheEndOfADeviceBufferFaultsNamingTheThread) {
 // that closes normally writes nothing.
 TEST_P(Executor, AFaultingCaseLeavesItsCaseFile) {
   const std::string dir = ::testing::TempDir() + "hy4_fault_cases_warp" + std::to_string(GetParam());
-  const char* was = std::getenv("HY4_CASE_DIR");
-  const std::string previous = was ? was : "";
-  ::setenv("HY4_CASE_DIR", dir.c_str(), 1);
+  const ScopedEnv case_dir("HY4_CASE_DIR", dir);
   auto file_of = [](int64_t seed) {
     return [seed] {
       hy4::harness::CaseFile c;
@@ -339,7 +360,6 @@ TEST_P(Executor, AFaultingCaseLeavesItsCaseFile) {
   const hy4::harness::CaseFile died = hy4::harness::CaseFile::read(path_of(base + 2));
   EXPECT_NE(died.text_or("fault", "").find("unmapped memory"), std::string::npos);
 #endif
-  if (was) ::setenv("HY4_CASE_DIR", previous.c_str(), 1); else ::unsetenv("HY4_CASE_DIR");
 }
 
 // A kernel thread that never ends hangs a GPU's launch.  The executor's watchdog
@@ -351,12 +371,8 @@ TEST_P(Executor, AFaultingCaseLeavesItsCaseFile) {
 // blocks that takes longer than the limit in all is not stopped: it times blocks.
 TEST_P(Executor, AKernelThatNeverEndsIsStoppedByTheWatchdog) {
   const std::string dir = ::testing::TempDir() + "hy4_hung_cases_warp" + std::to_string(GetParam());
-  const char* was = std::getenv("HY4_CASE_DIR");
-  const std::string previous = was ? was : "";
-  const char* limit_was = std::getenv("HY4_CPU_BLOCK_TIMEOUT_S");
-  const std::string limit_previous = limit_was ? limit_was : "";
-  ::setenv("HY4_CASE_DIR", dir.c_str(), 1);
-  ::setenv("HY4_CPU_BLOCK_TIMEOUT_S", "1", 1);
+  const ScopedEnv case_dir("HY4_CASE_DIR", dir);
+  const ScopedEnv limit("HY4_CPU_BLOCK_TIMEOUT_S", "1");
   const int64_t seed = 9200 + GetParam();
   const std::string path = dir + "/gate.fault." + std::to_string(seed) + ".case";
   std::remove(path.c_str());
@@ -392,20 +408,16 @@ TEST_P(Executor, AKernelThatNeverEndsIsStoppedByTheWatchdog) {
   HY4_LAUNCH(slow_block_kernel, dim3(4 * std::max(threads, 1u)), dim3(64), s.get(), d.get(), 400);
   EXPECT_GT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1200))
       << "the long launch took less than the limit: it shows nothing";
-  if (limit_was) ::setenv("HY4_CPU_BLOCK_TIMEOUT_S", limit_previous.c_str(), 1);
-  else ::unsetenv("HY4_CPU_BLOCK_TIMEOUT_S");
-  if (was) ::setenv("HY4_CASE_DIR", previous.c_str(), 1); else ::unsetenv("HY4_CASE_DIR");
 }
 
 // A watchdog limit that is not whole seconds is refused by the launch, naming the
 // variable; 0 turns the watchdog off.
 TEST_P(Executor, AnUnreadableWatchdogLimitIsRefusedByName) {
-  const char* was = std::getenv("HY4_CPU_BLOCK_TIMEOUT_S");
-  const std::string previous = was ? was : "";
+  ScopedEnv limit("HY4_CPU_BLOCK_TIMEOUT_S", "");
   DeviceBuffer<int> d(64);
   ScopedStream s;
   for (const char* bad : {"2m", "", "-1", "1e9", "86401"}) {
-    ::setenv("HY4_CPU_BLOCK_TIMEOUT_S", bad, 1);
+    limit.set(bad);
     try {
       HY4_LAUNCH(write_value_kernel, dim3(1), dim3(64), s.get(), d.get(), 1);
       ADD_FAILURE() << "HY4_CPU_BLOCK_TIMEOUT_S='" << bad << "' was accepted";
@@ -414,9 +426,8 @@ TEST_P(Executor, AnUnreadableWatchdogLimitIsRefusedByName) {
           << e.what();
     }
   }
-  ::setenv("HY4_CPU_BLOCK_TIMEOUT_S", "0", 1);
+  limit.set("0");
   EXPECT_NO_THROW(HY4_LAUNCH(write_value_kernel, dim3(1), dim3(64), s.get(), d.get(), 1));
-  if (was) ::setenv("HY4_CPU_BLOCK_TIMEOUT_S", previous.c_str(), 1); else ::unsetenv("HY4_CPU_BLOCK_TIMEOUT_S");
 }
 
 // Freeing a device pointer twice (or one malloc_device never gave) is an error, as
@@ -527,19 +538,19 @@ TEST_P(Executor, ACaseScheduleReplaysTheSameThreadOrder) {
 TEST_P(Executor, CaseFilesCarryTheSchedulingSeedAndNeverOverwriteEachOther) {
   const std::string dir = ::testing::TempDir() + "hy4-sched-seed-warp" + std::to_string(GetParam());
   for (const char* name : {"/sched_seed_probe.case", "/sched_seed_probe.2.case"}) std::remove((dir + name).c_str());
-  const char* old_dir = std::getenv("HY4_CASE_DIR");
-  const std::string saved_dir = old_dir ? old_dir : "";
-  ::setenv("HY4_CASE_DIR", dir.c_str(), 1);
   const uint64_t seed = hy4::rt::schedule_seed();
   hy4::harness::CaseFile c;
   c.op = "gate";
   c.ints = {{"seed", 5}, {"T", 2}, {"W", 24}};
-  const std::string path = hy4::harness::save_failed_case(c, "sched_seed_probe");
-  const std::string again = hy4::harness::save_failed_case(c, "sched_seed_probe");
-  hy4::harness::CaseFile other_case = c;
-  other_case.ints["T"] = 3;
-  const std::string other = hy4::harness::save_failed_case(other_case, "sched_seed_probe");
-  if (old_dir) ::setenv("HY4_CASE_DIR", saved_dir.c_str(), 1); else ::unsetenv("HY4_CASE_DIR");
+  std::string path, again, other;
+  {
+    const ScopedEnv case_dir("HY4_CASE_DIR", dir);
+    path = hy4::harness::save_failed_case(c, "sched_seed_probe");
+    again = hy4::harness::save_failed_case(c, "sched_seed_probe");
+    hy4::harness::CaseFile other_case = c;
+    other_case.ints["T"] = 3;
+    other = hy4::harness::save_failed_case(other_case, "sched_seed_probe");
+  }
   ASSERT_FALSE(path.empty());
   EXPECT_EQ(again, path) << "the same case saved twice";
   EXPECT_EQ(other, dir + "/sched_seed_probe.2.case") << "another case under the same name";
