@@ -41,9 +41,8 @@
 //     expert) give an entry's rank (those before it in j order, as on the other paths)
 //     and the expert's leader (rank 0) its padded size; an entry's segment starts after
 //     the padded sizes of every smaller expert that has entries (a loop over the lanes,
-//     shuffles).  Experts
-//     without entries have empty segments, and without a mask an expert's local id is the
-//     expert, so nothing needs the other E - 64 experts.  (H200, k = 8: T = 1 3.17 -> 2.36
+//     shuffles).  Experts without entries have empty segments, and without a mask an
+//     expert's local id is the expert, so nothing needs the other E - 64 experts.  (H200, k = 8: T = 1 3.17 -> 2.36
 //     us when each warp found its padding leaders by number instead of walking them all;
 //     T = 8 4.40 -> 4.05 with two entries per lane instead of the block-scan path.)
 //     Block 0's warp 0 writes the entries; the used experts' padding is dealt out to the

@@ -277,7 +277,7 @@ thread_local Worker tl_worker;
 // hang fails its test within a minute, not at ctest's limit.
 struct Watch {
   std::mutex mu;                 // held to start / end a launch and to report one
-  const void* launch = nullptr;  // the LaunchState in progress (under mu), or nullptr
+  const LaunchState* launch = nullptr;  // the launch in progress (under mu), or nullptr
   int limit_s = 0;               // of the launch in progress
   std::vector<Worker*> workers;  // every thread's Worker (under mu)
 };
@@ -747,7 +747,7 @@ void watchdog_loop() {
       Watch& w = watch();
       std::lock_guard<std::mutex> lk(w.mu);
       if (!w.launch) continue;
-      const LaunchState& L = *static_cast<const LaunchState*>(w.launch);
+      const LaunchState& L = *w.launch;
       report = hung_block_report(L, w.limit_s, w.workers);
       if (report.empty()) continue;
       kernel = L.name;
