@@ -135,6 +135,30 @@ __global__ void endless_collective_kernel(int* out, int stride) {
 
 // Thread 0 of each block sleeps ms milliseconds (host code: this kernel runs only on the
 // CPU executor), then every thread writes its index.
+// Dependent launches (HY4_LAUNCH_PRIMARY_IF / HY4_LAUNCH_DEPENDENT_IF): the primary copies
+// in[0] to every element of out; the dependent copies src to dst, reading before or after
+// its dev::wait_prior_grid() (or never waiting).
+__global__ void primary_fill_kernel(const int* in, int* out) {
+  hy4::dev::launch_dependents();
+  out[blockIdx.x * blockDim.x + threadIdx.x] = in[0];
+}
+__global__ void dependent_copy_kernel(const int* src, int* dst, bool read_before_wait, bool wait) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  int v = read_before_wait ? src[i] : -1;
+  if (wait) hy4::dev::wait_prior_grid();
+  if (!read_before_wait) v = src[i];
+  dst[i] = v;
+}
+// Half the threads wait before a barrier, half after it (and a warp collective between).
+__global__ void dependent_barrier_kernel(const int* src, int* dst) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (threadIdx.x % 2 == 0) hy4::dev::wait_prior_grid();
+  __syncthreads();
+  const uint64_t b = hy4::dev::ballot(true);
+  if (threadIdx.x % 2 == 1) hy4::dev::wait_prior_grid();
+  dst[i] = src[i] + (b != 0 ? 0 : 1000);
+}
+
 __global__ void slow_block_kernel(int* out, int ms) {
   if (threadIdx.x == 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   out[threadIdx.x] = static_cast<int>(threadIdx.x);
@@ -604,4 +628,128 @@ TEST_P(Executor, BlockOrderDiffersFromLaunchOrderAndFollowsTheSchedulingSeed) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Warp, Executor, ::testing::Values(32, 64),
+                         [](const ::testing::TestParamInfo<int>& i) { return "warp" + std::to_string(i.param); });
+
+// A dependent launch (HY4_LAUNCH_DEPENDENT_IF; CUDA: programmatic dependent launch) may
+// start before its primary ends.  The CPU runtime holds the primary back until the first
+// block of the dependent has every thread at dev::wait_prior_grid(): a read placed before
+// the wait sees the stream as it was before the primary (as a GPU may let it), one after it
+// sees the primary's writes; a thread that never waits is a fault.  Eager and in a graph
+// replayed with changed data.
+class DependentLaunch : public Executor {
+ protected:
+  static constexpr int kBlocks = 48, kThreads = 64, kN = kBlocks * kThreads;
+  std::vector<int> run_pair(ScopedStream& s, DeviceBuffer<int>& in, DeviceBuffer<int>& mid, DeviceBuffer<int>& out,
+                            bool read_before_wait, bool graph, int replays = 1) {
+    std::vector<int> got;
+    auto launch_pair = [&] {
+      HY4_LAUNCH_PRIMARY_IF(true, primary_fill_kernel, dim3(kBlocks), dim3(kThreads), s.get(), in.get(), mid.get());
+      HY4_LAUNCH_DEPENDENT_IF(true, dependent_copy_kernel, dim3(kBlocks), dim3(kThreads), s.get(), mid.get(),
+                              out.get(), read_before_wait, true);
+    };
+    if (!graph) {
+      launch_pair();
+    } else {
+      hy4::rt::begin_capture(s.get());
+      launch_pair();
+      hy4::rt::GraphExec g = hy4::rt::end_capture(s.get());
+      for (int r = 0; r < replays; ++r) {
+        in.upload(std::vector<int>{100 + r}, s);  // changed data between replays
+        mid.upload(std::vector<int>(kN, 7), s);
+        hy4::rt::replay(g, s.get());
+      }
+      hy4::rt::destroy_graph(g);
+    }
+    out.download(got, s);
+    hy4::rt::synchronize(s.get());
+    return got;
+  }
+};
+
+TEST_P(DependentLaunch, AReadAfterTheWaitSeesThePrimarysWrites) {
+  for (bool graph : {false, true}) {
+    ScopedStream s;
+    DeviceBuffer<int> in(1), mid(kN), out(kN);
+    in.upload(std::vector<int>{42}, s);
+    mid.upload(std::vector<int>(kN, 7), s);
+    const std::vector<int> got = run_pair(s, in, mid, out, false, graph, 3);
+    const int want = graph ? 102 : 42;  // the last replay's data
+    for (int i = 0; i < kN; ++i) ASSERT_EQ(got[i], want) << (graph ? "graph, " : "eager, ") << "element " << i;
+  }
+}
+
+TEST_P(DependentLaunch, AReadBeforeTheWaitSeesTheStreamBeforeThePrimary) {
+  for (bool graph : {false, true}) {
+    ScopedStream s;
+    DeviceBuffer<int> in(1), mid(kN), out(kN);
+    in.upload(std::vector<int>{42}, s);
+    mid.upload(std::vector<int>(kN, 7), s);
+    const std::vector<int> got = run_pair(s, in, mid, out, true, graph, 2);
+    // The first block to wait read before the primary ran (all of its threads did).
+    const int early = static_cast<int>(std::count(got.begin(), got.end(), 7));
+    EXPECT_GE(early, kThreads) << (graph ? "graph" : "eager")
+                               << ": no block read before the primary ran: a misplaced wait would pass";
+    std::vector<int> check;
+    mid.download(check, s);
+    hy4::rt::synchronize(s.get());
+    EXPECT_EQ(check, std::vector<int>(kN, graph ? 101 : 42)) << "the primary ran, after the early reads";
+  }
+}
+
+TEST_P(DependentLaunch, AThreadThatNeverWaitsIsAFault) {
+  ScopedStream s;
+  DeviceBuffer<int> in(1), mid(kN), out(kN);
+  in.upload(std::vector<int>{42}, s);
+  HY4_LAUNCH_PRIMARY_IF(true, primary_fill_kernel, dim3(kBlocks), dim3(kThreads), s.get(), in.get(), mid.get());
+  const std::string f = fault_of([&] {
+    HY4_LAUNCH_DEPENDENT_IF(true, dependent_copy_kernel, dim3(kBlocks), dim3(kThreads), s.get(), mid.get(), out.get(),
+                            false, false);
+  });
+  EXPECT_NE(f.find("ended without dev::wait_prior_grid()"), std::string::npos) << f;
+  EXPECT_NE(f.find("dependent_copy_kernel"), std::string::npos) << f;
+  std::vector<int> check;
+  mid.download(check, s);
+  hy4::rt::synchronize(s.get());
+  EXPECT_EQ(check, std::vector<int>(kN, 42)) << "the held-back primary ran anyway";
+  // Not a dependent launch: no wait needed, nothing held back.
+  EXPECT_EQ(fault_of([&] {
+              HY4_LAUNCH_PRIMARY_IF(false, primary_fill_kernel, dim3(kBlocks), dim3(kThreads), s.get(), in.get(), mid.get());
+              HY4_LAUNCH_DEPENDENT_IF(false, dependent_copy_kernel, dim3(kBlocks), dim3(kThreads), s.get(), mid.get(),
+                                      out.get(), true, false);
+            }),
+            "");
+  std::vector<int> plain;
+  out.download(plain, s);
+  hy4::rt::synchronize(s.get());
+  EXPECT_EQ(plain, std::vector<int>(kN, 42)) << "plain launches run in order";
+}
+
+TEST_P(DependentLaunch, AHeldPrimaryRunsBeforeAnyOtherWorkOnTheStream) {
+  ScopedStream s;
+  DeviceBuffer<int> in(1), mid(kN), out(kN);
+  in.upload(std::vector<int>{5}, s);
+  mid.upload(std::vector<int>(kN, 7), s);
+  HY4_LAUNCH_PRIMARY_IF(true, primary_fill_kernel, dim3(kBlocks), dim3(kThreads), s.get(), in.get(), mid.get());
+  std::vector<int> got;
+  mid.download(got, s);  // a copy after the primary
+  EXPECT_EQ(got, std::vector<int>(kN, 5));
+  in.upload(std::vector<int>{6}, s);
+  HY4_LAUNCH_PRIMARY_IF(true, primary_fill_kernel, dim3(kBlocks), dim3(kThreads), s.get(), in.get(), mid.get());
+  HY4_LAUNCH(dependent_copy_kernel, dim3(kBlocks), dim3(kThreads), s.get(), mid.get(), out.get(), true, false);
+  out.download(got, s);  // a plain launch after the primary
+  EXPECT_EQ(got, std::vector<int>(kN, 6));
+  // A dependent with no primary held back (a plain launch before it): its waits return.
+  HY4_LAUNCH_DEPENDENT_IF(true, dependent_barrier_kernel, dim3(kBlocks), dim3(kThreads), s.get(), mid.get(), out.get());
+  out.download(got, s);
+  EXPECT_EQ(got, std::vector<int>(kN, 6));
+  // Waits on both sides of a barrier and a warp collective, with the primary held back.
+  in.upload(std::vector<int>{9}, s);
+  HY4_LAUNCH_PRIMARY_IF(true, primary_fill_kernel, dim3(kBlocks), dim3(kThreads), s.get(), in.get(), mid.get());
+  HY4_LAUNCH_DEPENDENT_IF(true, dependent_barrier_kernel, dim3(kBlocks), dim3(kThreads), s.get(), mid.get(), out.get());
+  out.download(got, s);
+  hy4::rt::synchronize(s.get());
+  EXPECT_EQ(got, std::vector<int>(kN, 9));
+}
+
+INSTANTIATE_TEST_SUITE_P(Warp, DependentLaunch, ::testing::Values(32, 64),
                          [](const ::testing::TestParamInfo<int>& i) { return "warp" + std::to_string(i.param); });

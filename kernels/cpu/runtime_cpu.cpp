@@ -19,7 +19,8 @@
 #include "simt.h"
 
 namespace hy4::cpu {
-void execute_launch(const char* name, dim3 grid, dim3 block, std::function<void()>& body);
+void execute_launch(const char* name, dim3 grid, dim3 block, std::function<void()>& body, std::function<void()>* prior,
+                    bool dependent);
 }
 
 namespace hy4::rt {
@@ -39,14 +40,31 @@ CpuStream* S(Stream s) {
 
 }  // namespace
 
-// Runs op now, or records it if the stream captures (also used by cpu::submit_launch).
-void enqueue(Stream s, std::function<void()> op) {
+// A primary launch (cpu::LaunchOrder::Primary) held back for the dependent launch that
+// follows it; any other work on the stream runs it first.  Streams run their work at once
+// on the calling thread, so one slot per host thread serves every stream.
+thread_local std::function<void()> t_held_primary;
+void release_held_primary() {
+  if (!t_held_primary) return;
+  std::function<void()> op = std::move(t_held_primary);
+  t_held_primary = nullptr;
+  op();
+}
+
+// Runs op now, or records it if the stream captures.  held: op deals with a held-back
+// primary itself (the launches); any other op runs it first.
+void enqueue_op(Stream s, std::function<void()> op, bool held) {
+  if (!held) op = [inner = std::move(op)] {
+    release_held_primary();
+    inner();
+  };
   CpuStream* st = S(s);
   if (st->capture)
     st->capture->nodes.push_back(std::move(op));
   else
     op();
 }
+void enqueue(Stream s, std::function<void()> op) { enqueue_op(s, std::move(op), false); }
 
 Backend backend() { return Backend::Cpu; }
 const char* backend_name() { return "cpu"; }
@@ -69,6 +87,7 @@ Stream create_stream() { return Stream{new CpuStream()}; }
 void destroy_stream(Stream s) { delete S(s); }
 void synchronize(Stream s) {
   if (S(s)->capture) throw RuntimeError("cpu runtime: synchronize on a capturing stream");
+  release_held_primary();
 }
 
 // Every allocation is 256-byte aligned (as cudaMalloc / hipMalloc) and ends flush with an
@@ -177,6 +196,7 @@ void replay(GraphExec g, Stream s) {
   CpuGraph* graph = static_cast<CpuGraph*>(g.handle);
   if (S(s)->capture) throw RuntimeError("cpu runtime: replay into a capturing stream is not supported");
   for (auto& node : graph->nodes) node();
+  release_held_primary();  // a graph's last launch is never held past its replay
 }
 void destroy_graph(GraphExec g) { delete static_cast<CpuGraph*>(g.handle); }
 Event create_event() { return Event{new std::chrono::steady_clock::time_point()}; }
@@ -195,12 +215,31 @@ void check_launch(const char*) {}
 }  // namespace hy4::rt
 
 namespace hy4::cpu {
-void submit_launch(const char* name, dim3 grid, dim3 block, hy4::rt::Stream stream, std::function<void()> body) {
+void submit_launch(const char* name, dim3 grid, dim3 block, hy4::rt::Stream stream, std::function<void()> body,
+                   LaunchOrder order) {
   auto shared_body = std::make_shared<std::function<void()>>(std::move(body));
-  hy4::rt::enqueue(stream, [name, grid, block, shared_body] {
-    execute_launch(name, grid, block, *shared_body);
+  auto run = [name, grid, block, shared_body](std::function<void()>* prior, bool dependent) {
+    execute_launch(name, grid, block, *shared_body, prior, dependent);
     const std::string overrun = hy4::rt::overrun_report();
     if (!overrun.empty()) throw KernelFault("launch of " + std::string(name) + ": " + overrun + " (a GPU faults on it or corrupts its neighbour)");
-  });
+  };
+  switch (order) {
+    case LaunchOrder::Normal:
+      hy4::rt::enqueue_op(stream, [run] { run(nullptr, false); }, false);
+      break;
+    case LaunchOrder::Primary:  // held back for the dependent launch that follows
+      hy4::rt::enqueue_op(stream, [run] {
+        hy4::rt::release_held_primary();
+        hy4::rt::t_held_primary = [run] { run(nullptr, false); };
+      }, true);
+      break;
+    case LaunchOrder::Dependent:
+      hy4::rt::enqueue_op(stream, [run] {
+        std::function<void()> prior = std::move(hy4::rt::t_held_primary);
+        hy4::rt::t_held_primary = nullptr;
+        run(prior ? &prior : nullptr, true);
+      }, true);
+      break;
+  }
 }
 }  // namespace hy4::cpu

@@ -56,6 +56,8 @@ void sync_block();
 enum class ShuffleKind { Xor, Down, Idx };
 uint64_t warp_shuffle_bits(uint64_t v, ShuffleKind kind, int arg);
 uint64_t warp_ballot(bool p);
+// dev::wait_prior_grid(): in a dependent launch, waits for the prior grid (simt_executor.cpp).
+void wait_prior_grid();
 bool warp_all(bool p);
 void warp_sync();
 
@@ -159,17 +161,36 @@ SharedArray<T> shared_array_upto(std::size_t max, std::size_t count, const char*
 }
 
 // ---- launches -------------------------------------------------------------------
+// How a launch stands to its neighbours in the stream (HY4_LAUNCH_PRIMARY_IF /
+// HY4_LAUNCH_DEPENDENT_IF; on CUDA a programmatic dependent launch):
+//  Normal     runs after everything before it.
+//  Primary    its dependent (the next launch) may start before it ends.  The CPU runtime
+//             holds it back until then: any other work on the stream (a copy, a normal
+//             launch, a synchronize, the end of a replay) runs it first.
+//  Dependent  may start before the launch before it ends; each of its threads calls
+//             dev::wait_prior_grid() before it reads what that launch writes (and before
+//             it ends).  The held-back primary runs when the first block that gets there
+//             has every thread at its wait (simt_executor.cpp), so what a thread reads
+//             before its wait is what the stream held before the primary ran.
+enum class LaunchOrder { Normal, Primary, Dependent };
+
 // Runs body once per thread of grid x block on the stream (or records it into the
 // stream's capture).  Arguments were already copied by value into body.
-void submit_launch(const char* name, dim3 grid, dim3 block, hy4::rt::Stream stream, std::function<void()> body);
+void submit_launch(const char* name, dim3 grid, dim3 block, hy4::rt::Stream stream, std::function<void()> body,
+                   LaunchOrder order = LaunchOrder::Normal);
 
 template <class... P, class... A>
-void launch(const char* name, void (*kernel)(P...), dim3 grid, dim3 block, hy4::rt::Stream stream, A&&... args) {
+void launch_ordered(LaunchOrder order, const char* name, void (*kernel)(P...), dim3 grid, dim3 block,
+                    hy4::rt::Stream stream, A&&... args) {
   static_assert(sizeof...(P) == sizeof...(A), "kernel argument count");
   // Arguments are converted to the kernel's parameter types and frozen by value now,
   // as a GPU launch (and a captured graph node) freezes them.
   auto frozen = std::tuple<std::decay_t<P>...>(static_cast<std::decay_t<P>>(std::forward<A>(args))...);
-  submit_launch(name, grid, block, stream, [kernel, frozen]() { std::apply(kernel, frozen); });
+  submit_launch(name, grid, block, stream, [kernel, frozen]() { std::apply(kernel, frozen); }, order);
+}
+template <class... P, class... A>
+void launch(const char* name, void (*kernel)(P...), dim3 grid, dim3 block, hy4::rt::Stream stream, A&&... args) {
+  launch_ordered(LaunchOrder::Normal, name, kernel, grid, block, stream, std::forward<A>(args)...);
 }
 
 }  // namespace hy4::cpu

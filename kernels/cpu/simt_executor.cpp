@@ -153,7 +153,7 @@ std::size_t stack_bytes() {
   return s;
 }
 
-enum class FState { Runnable, AtBarrier, AtWarp, Done };
+enum class FState { Runnable, AtBarrier, AtWarp, AtPriorGrid, Done };
 enum class WarpOp { Shuffle, Ballot, All, Sync };
 
 const char* op_name(WarpOp op, ShuffleKind k) {
@@ -208,6 +208,7 @@ struct Fiber {
   int arg = 0;
   uint64_t value = 0, result = 0;
   void* fake_stack = nullptr;
+  bool waited_prior = false;  // called dev::wait_prior_grid() (a dependent launch needs it of every thread)
 };
 
 struct SharedAlloc {
@@ -227,6 +228,18 @@ struct LaunchState {
   std::atomic<bool> faulted{false};
   uint64_t nblocks = 0;
   std::atomic<uint64_t> next_block{0};  // blocks handed out to the pool (and the watchdog's count)
+  // A dependent launch (HY4_LAUNCH_DEPENDENT_IF): every thread must call
+  // dev::wait_prior_grid().  `prior` is the primary launch the CPU runtime held back for it
+  // (nullptr: none): it runs, on a helper thread, when the first block to get there has
+  // no thread left that can run without it, so that block's threads did all they do
+  // before their wait while the primary had not run (a GPU may start a dependent that
+  // early); blocks that get there later wait for it.  Its fault is the launch's.
+  bool dependent = false;
+  std::function<void()>* prior = nullptr;
+  std::mutex prior_mu;
+  std::condition_variable prior_cv;
+  int prior_state = 0;  // 0 not run, 1 running, 2 ended (under prior_mu)
+  std::string prior_fault;
   void fault(const std::string& msg) {
     std::lock_guard<std::mutex> lk(mu);
     if (first_fault.empty()) first_fault = msg;
@@ -241,6 +254,7 @@ struct Block {
   std::vector<Fiber>* fibers = nullptr;
   std::vector<SharedAlloc> shared;
   int barrier_arrivals = 0;
+  int prior_waiters = 0;  // threads at dev::wait_prior_grid() while the prior grid has not ended
   std::vector<int> warp_arrivals, warp_count;
   bool abandoned = false;
   std::mt19937_64 rng;
@@ -534,6 +548,43 @@ void diagnose_deadlock(Block& b) {
   b.launch->fault(os.str());
 }
 
+// Set on a thread that runs a held-back primary launch inside a dependent one: its launch
+// runs every block on this thread (the dependent holds the pool and the launch lock).
+thread_local bool tl_nested_launch = false;
+
+// Runs a held-back primary launch to its end on a helper thread; returns its fault ("" if none).
+std::string run_held_primary(std::function<void()>& prior) {
+  std::string fault;
+  std::thread helper([&] {
+    tl_nested_launch = true;
+    try {
+      prior();
+    } catch (const std::exception& e) {
+      fault = e.what();
+    } catch (...) {
+      fault = "the prior grid threw an unknown exception";
+    }
+  });
+  helper.join();
+  return fault;
+}
+
+// A dependent launch's prior grid: the first caller runs it, the others wait for its end.
+void run_prior(LaunchState& L) {
+  std::unique_lock<std::mutex> lk(L.prior_mu);
+  if (L.prior_state == 0) {
+    L.prior_state = 1;
+    lk.unlock();
+    std::string fault = run_held_primary(*L.prior);
+    lk.lock();
+    L.prior_fault = std::move(fault);
+    L.prior_state = 2;
+    L.prior_cv.notify_all();
+  } else {
+    L.prior_cv.wait(lk, [&] { return L.prior_state == 2; });
+  }
+}
+
 void run_block(LaunchState& L, uint64_t block_linear) {
   Worker& w = W();
   Block b;
@@ -621,11 +672,26 @@ void run_block(LaunchState& L, uint64_t block_linear) {
     bool all_done = true;
     for (int i = 0; i < b.nthreads; ++i) all_done = all_done && w.fibers[i].state == FState::Done;
     if (all_done) break;
+    if (!ran && b.prior_waiters > 0) {  // every thread that can run stands at the wait
+      run_prior(L);
+      for (int i = 0; i < b.nthreads; ++i)
+        if (w.fibers[i].state == FState::AtPriorGrid) w.fibers[i].state = FState::Runnable;
+      b.prior_waiters = 0;
+      continue;
+    }
     if (!ran) {
       diagnose_deadlock(b);
       break;
     }
   }
+  if (L.dependent && !b.abandoned)
+    for (int i = 0; i < b.nthreads; ++i)
+      if (!w.fibers[i].waited_prior) {
+        L.fault(where(b, w.fibers[i]) + ": ended without dev::wait_prior_grid(), in a dependent launch " +
+                "(HY4_LAUNCH_DEPENDENT_IF): every thread must wait for the prior grid (on a GPU the next " +
+                "kernel in the stream could start before the prior grid ends)");
+        break;
+      }
   w.block = nullptr;
   w.watch_block.store(-1, std::memory_order_relaxed);
 }
@@ -841,6 +907,23 @@ void sync_block() {
   yield_to_scheduler(f, false);
 }
 
+// dev::wait_prior_grid(): the thread stands here until the held-back prior grid (if any)
+// has ended; run_block runs it once no thread of the block can go on without it.
+void wait_prior_grid() {
+  Fiber& f = cur();
+  Block& b = *W().block;
+  LaunchState& L = *b.launch;
+  f.waited_prior = true;
+  if (L.prior == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lk(L.prior_mu);
+    if (L.prior_state == 2) return;
+  }
+  f.state = FState::AtPriorGrid;
+  ++b.prior_waiters;
+  yield_to_scheduler(f, false);
+}
+
 uint64_t warp_shuffle_bits(uint64_t v, ShuffleKind kind, int arg) { return warp_collective(WarpOp::Shuffle, kind, arg, v); }
 uint64_t warp_ballot(bool p) { return warp_collective(WarpOp::Ballot, ShuffleKind::Xor, 0, p ? 1 : 0); }
 bool warp_all(bool p) { return warp_collective(WarpOp::All, ShuffleKind::Xor, 0, p ? 1 : 0) != 0; }
@@ -901,18 +984,30 @@ unsigned char* shared_scratch(std::size_t bytes) {
 }
 
 // Runs one launch now (called by the CPU runtime on eager launches and on replay).
-void execute_launch(const char* name, dim3 grid, dim3 block, std::function<void()>& body) {
+// dependent: launched with HY4_LAUNCH_DEPENDENT_IF; prior: the primary launch held back for
+// it (or nullptr), run by the first block that waits for it (see LaunchState).
+void execute_launch(const char* name, dim3 grid, dim3 block, std::function<void()>& body, std::function<void()>* prior,
+                    bool dependent) {
   const uint64_t threads = uint64_t(block.x) * block.y * block.z;
-  if (block.x == 0 || block.y == 0 || block.z == 0 || threads > 1024 || block.z > 64 || grid.x == 0 ||
-      grid.y == 0 || grid.z == 0 || grid.y > 65535 || grid.z > 65535 || grid.x > 0x7fffffffu) {
-    std::ostringstream os;
-    os << "launch of " << name << ": invalid configuration grid (" << grid.x << "," << grid.y << "," << grid.z
-       << ") block (" << block.x << "," << block.y << "," << block.z << ")";
-    throw hy4::rt::RuntimeError(os.str());
+  int limit_s = 0;
+  try {
+    if (block.x == 0 || block.y == 0 || block.z == 0 || threads > 1024 || block.z > 64 || grid.x == 0 ||
+        grid.y == 0 || grid.z == 0 || grid.y > 65535 || grid.z > 65535 || grid.x > 0x7fffffffu) {
+      std::ostringstream os;
+      os << "launch of " << name << ": invalid configuration grid (" << grid.x << "," << grid.y << "," << grid.z
+         << ") block (" << block.x << "," << block.y << "," << block.z << ")";
+      throw hy4::rt::RuntimeError(os.str());
+    }
+    limit_s = tl_nested_launch ? 0 : block_timeout_s();  // a nested launch: its dependent's watch covers it
+  } catch (...) {
+    if (prior) run_held_primary(*prior);  // the stream's earlier work still happens
+    throw;
   }
-  const int limit_s = block_timeout_s();
-  std::lock_guard<std::mutex> guard(g_launch_mu);
+  std::unique_lock<std::mutex> guard(g_launch_mu, std::defer_lock);
+  if (!tl_nested_launch) guard.lock();
   LaunchState L;
+  L.dependent = dependent;
+  L.prior = prior;
   L.name = name;
   L.grid = grid;
   L.block = block;
@@ -933,10 +1028,12 @@ void execute_launch(const char* name, dim3 grid, dim3 block, std::function<void(
       run_block(L, perm[i]);
     }
   };
-  if (nblocks == 1 || pool().size() == 1)
+  if (nblocks == 1 || pool().size() == 1 || tl_nested_launch)
     job();
   else
     pool().run(job);
+  if (L.prior) run_prior(L);  // no block waited (a fault), or it ended first: the primary runs now
+  if (!L.prior_fault.empty()) throw KernelFault(L.prior_fault);
   if (L.faulted) throw KernelFault(L.first_fault);
 }
 

@@ -20,6 +20,15 @@
 //                               ballot per bit
 //   hy4::dev::match_any(v, bits) the same: CUDA's __match_any_sync; elsewhere the ballots
 //   HY4_LAUNCH(kernel, grid, block, stream, args...)
+//   HY4_LAUNCH_PRIMARY_IF(p, kernel, ...) / HY4_LAUNCH_DEPENDENT_IF(d, kernel, ...)
+//                               a pair of launches whose second may start before the first
+//                               ends (CUDA sm_90: a programmatic dependent launch; HIP: plain
+//                               launches, in order; the CPU: the primary is held back until
+//                               the dependent's threads wait for it).  With p / d false, HY4_LAUNCH.
+//   hy4::dev::launch_dependents()  in a primary: the dependent may start now
+//   hy4::dev::wait_prior_grid()    in a dependent: waits until the primary has ended and its
+//                               writes are seen; every thread calls it, before reading what
+//                               the primary writes (no-op in a launch that is not dependent)
 //   hy4::dev::Vec<T, N>         8- and 16-byte vector types for global loads/stores
 //                               (CPU: every access through one is checked for alignment)
 // Warp collectives are full-warp only (every lane of the warp takes part); the CPU
@@ -77,6 +86,8 @@ inline bool any(bool p) { return ::hy4::cpu::warp_ballot(p) != 0; }
 inline bool all(bool p) { return ::hy4::cpu::warp_all(p); }
 inline void sync_warp() { ::hy4::cpu::warp_sync(); }
 inline int lowest_lane(uint64_t m) { return __builtin_ctzll(m); }
+inline void launch_dependents() {}  // the CPU runtime holds the primary back instead
+inline void wait_prior_grid() { ::hy4::cpu::wait_prior_grid(); }
 #elif defined(HY4_BACKEND_HIP)
 // Debian's HIP 5.2 __syncthreads calls __work_group_barrier, which needs the OpenCL
 // __atomic_work_item_fence that clang 22's device libs no longer provide (link error,
@@ -98,6 +109,9 @@ __device__ __forceinline__ bool all(bool p) { return __all(p); }
 // A wave runs in lockstep; what is needed is that the compiler keeps LDS accesses in
 // order around this point and that they complete (wavefront-scope fence).
 __device__ __forceinline__ int lowest_lane(uint64_t m) { return __builtin_ctzll(m); }
+// HIP has no dependent launch: the pair's launches run in stream order.
+__device__ __forceinline__ void launch_dependents() {}
+__device__ __forceinline__ void wait_prior_grid() {}
 __device__ __forceinline__ void sync_warp() {
   __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
   __builtin_amdgcn_wave_barrier();
@@ -118,6 +132,17 @@ __device__ __forceinline__ bool any(bool p) { return __any_sync(kFullMask, p) !=
 __device__ __forceinline__ bool all(bool p) { return __all_sync(kFullMask, p) != 0; }
 __device__ __forceinline__ void sync_warp() { __syncwarp(kFullMask); }
 __device__ __forceinline__ int lowest_lane(uint64_t m) { return __ffsll(static_cast<long long>(m)) - 1; }
+// PTX griddepcontrol (sm_90): both are no-ops in a launch without the PDL attribute.
+__device__ __forceinline__ void launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wait_prior_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
 #endif
 
 // The lanes of the warp whose v equals mine; v < 2^bits, bits warp-uniform.  One ballot
@@ -224,6 +249,12 @@ using I32x4 = Vec<int32_t, 4>;
 #if defined(HY4_BACKEND_CPU)
 #define HY4_LAUNCH(kernel, grid, block, stream, ...) \
   ::hy4::cpu::launch(#kernel, kernel, (grid), (block), (stream), __VA_ARGS__)
+#define HY4_LAUNCH_PRIMARY_IF(primary, kernel, grid, block, stream, ...)                                       \
+  ::hy4::cpu::launch_ordered((primary) ? ::hy4::cpu::LaunchOrder::Primary : ::hy4::cpu::LaunchOrder::Normal, \
+                             #kernel, kernel, (grid), (block), (stream), __VA_ARGS__)
+#define HY4_LAUNCH_DEPENDENT_IF(dependent, kernel, grid, block, stream, ...)                                       \
+  ::hy4::cpu::launch_ordered((dependent) ? ::hy4::cpu::LaunchOrder::Dependent : ::hy4::cpu::LaunchOrder::Normal, \
+                             #kernel, kernel, (grid), (block), (stream), __VA_ARGS__)
 #elif defined(HY4_BACKEND_HIP)
 #define HY4_LAUNCH(kernel, grid, block, stream, ...)                                          \
   do {                                                                                        \
@@ -231,10 +262,42 @@ using I32x4 = Vec<int32_t, 4>;
                        __VA_ARGS__);                                                          \
     ::hy4::rt::check_launch(#kernel);                                                         \
   } while (0)
+#define HY4_LAUNCH_PRIMARY_IF(primary, ...) \
+  do {                                      \
+    (void)(primary);                        \
+    HY4_LAUNCH(__VA_ARGS__);                \
+  } while (0)
+#define HY4_LAUNCH_DEPENDENT_IF(dependent, ...) \
+  do {                                          \
+    (void)(dependent);                          \
+    HY4_LAUNCH(__VA_ARGS__);                    \
+  } while (0)
 #else
 #define HY4_LAUNCH(kernel, grid, block, stream, ...)                                       \
   do {                                                                                     \
     kernel<<<(grid), (block), 0, static_cast<cudaStream_t>((stream).handle)>>>(__VA_ARGS__); \
     ::hy4::rt::check_launch(#kernel);                                                      \
+  } while (0)
+// The primary is a plain launch: its dev::launch_dependents() lets the dependent start.
+#define HY4_LAUNCH_PRIMARY_IF(primary, ...) \
+  do {                                      \
+    (void)(primary);                        \
+    HY4_LAUNCH(__VA_ARGS__);                \
+  } while (0)
+// The dependent: cudaLaunchKernelEx with programmatic stream serialization (captured into a
+// graph as a programmatic edge).
+#define HY4_LAUNCH_DEPENDENT_IF(dependent, kernel, grid, block, stream, ...)             \
+  do {                                                                                  \
+    cudaLaunchConfig_t hy4_cfg{};                                                       \
+    hy4_cfg.gridDim = (grid);                                                           \
+    hy4_cfg.blockDim = (block);                                                         \
+    hy4_cfg.stream = static_cast<cudaStream_t>((stream).handle);                        \
+    cudaLaunchAttribute hy4_attr[1];                                                    \
+    hy4_attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;                \
+    hy4_attr[0].val.programmaticStreamSerializationAllowed = 1;                         \
+    hy4_cfg.attrs = hy4_attr;                                                           \
+    hy4_cfg.numAttrs = (dependent) ? 1 : 0;                                             \
+    (void)cudaLaunchKernelEx(&hy4_cfg, kernel, __VA_ARGS__);                            \
+    ::hy4::rt::check_launch(#kernel);                                                   \
   } while (0)
 #endif
