@@ -603,9 +603,9 @@ void RoutingPlan::launch(hy4::rt::Stream stream) const {
   uint16_t* moe = static_cast<uint16_t*>(a.moe_out.data);
   const int64_t hidden = moe ? a.moe_out.cols : 0;
   if (!one)
-    HY4_LAUNCH_PRIMARY_IF(true, routing_count_kernel, dim3(static_cast<unsigned>(C)), block, stream, static_cast<const int32_t*>(a.ids.data),
-               a.ids.row_stride, T, k, E, a.expert_mask, a.num_rows, ct, id_bits(E), a.workspace, moe,
-               a.moe_out.row_stride, hidden);
+    HY4_LAUNCH_PRIMARY_IF(true, routing_count_kernel, dim3(static_cast<unsigned>(C)), block, stream,
+                          static_cast<const int32_t*>(a.ids.data), a.ids.row_stride, T, k, E, a.expert_mask,
+                          a.num_rows, ct, id_bits(E), a.workspace, moe, a.moe_out.row_stride, hidden);
   const bool decode = decode_path(T, k, a.expert_mask != nullptr);
   const int G = decode ? decode_blocks(T, k, E, a.block_size) : sort_blocks(T, k, E, a.block_size);
   const int64_t mp = max_padded(T, k, E, a.block_size), nb = num_blocks(T, k, E, a.block_size);
@@ -620,12 +620,15 @@ void RoutingPlan::launch(hy4::rt::Stream stream) const {
                a.moe_out.row_stride, hidden);
     return;
   }
-  HY4_LAUNCH_DEPENDENT_IF(!one, routing_sort_kernel, dim3(static_cast<unsigned>(G)), block, stream, static_cast<const int32_t*>(a.ids.data),
-             a.ids.row_stride, static_cast<const float*>(a.weights.data), a.weights.row_stride, T, k, E, a.expert_mask,
-             a.num_rows, ct, id_bits(E), one ? static_cast<const int32_t*>(nullptr) : static_cast<const int32_t*>(a.workspace),
-             C, a.block_size, share, a.sorted_ids, a.sorted_weights, a.expert_of_block, a.counts,
-             static_cast<int32_t>(mp), static_cast<int32_t>(nb), one ? moe : static_cast<uint16_t*>(nullptr),
-             a.moe_out.row_stride, hidden);
+  // Two kernels: the sort kernel may start while the count kernel runs (see the design note).
+  HY4_LAUNCH_DEPENDENT_IF(!one, routing_sort_kernel, dim3(static_cast<unsigned>(G)), block, stream,
+                          static_cast<const int32_t*>(a.ids.data), a.ids.row_stride,
+                          static_cast<const float*>(a.weights.data), a.weights.row_stride, T, k, E, a.expert_mask,
+                          a.num_rows, ct, id_bits(E),
+                          one ? static_cast<const int32_t*>(nullptr) : static_cast<const int32_t*>(a.workspace), C,
+                          a.block_size, share, a.sorted_ids, a.sorted_weights, a.expert_of_block, a.counts,
+                          static_cast<int32_t>(mp), static_cast<int32_t>(nb),
+                          one ? moe : static_cast<uint16_t*>(nullptr), a.moe_out.row_stride, hidden);
 }
 
 }  // namespace hy4
