@@ -639,9 +639,13 @@ INSTANTIATE_TEST_SUITE_P(Warp, Executor, ::testing::Values(32, 64),
 class DependentLaunch : public Executor {
  protected:
   static constexpr int kBlocks = 48, kThreads = 64, kN = kBlocks * kThreads;
+  // Eager: in = 42, mid = 7 before the pair; in a graph, replay r runs with in = 100 + r
+  // (mid = 7 again before each).
   std::vector<int> run_pair(ScopedStream& s, DeviceBuffer<int>& in, DeviceBuffer<int>& mid, DeviceBuffer<int>& out,
                             bool read_before_wait, bool graph, int replays = 1) {
     std::vector<int> got;
+    in.upload(std::vector<int>{42}, s);
+    mid.upload(std::vector<int>(kN, 7), s);
     auto launch_pair = [&] {
       HY4_LAUNCH_PRIMARY_IF(true, primary_fill_kernel, dim3(kBlocks), dim3(kThreads), s.get(), in.get(), mid.get());
       HY4_LAUNCH_DEPENDENT_IF(true, dependent_copy_kernel, dim3(kBlocks), dim3(kThreads), s.get(), mid.get(),
@@ -670,8 +674,6 @@ TEST_P(DependentLaunch, AReadAfterTheWaitSeesThePrimarysWrites) {
   for (bool graph : {false, true}) {
     ScopedStream s;
     DeviceBuffer<int> in(1), mid(kN), out(kN);
-    in.upload(std::vector<int>{42}, s);
-    mid.upload(std::vector<int>(kN, 7), s);
     const std::vector<int> got = run_pair(s, in, mid, out, false, graph, 3);
     const int want = graph ? 102 : 42;  // the last replay's data
     for (int i = 0; i < kN; ++i) ASSERT_EQ(got[i], want) << (graph ? "graph, " : "eager, ") << "element " << i;
@@ -682,8 +684,6 @@ TEST_P(DependentLaunch, AReadBeforeTheWaitSeesTheStreamBeforeThePrimary) {
   for (bool graph : {false, true}) {
     ScopedStream s;
     DeviceBuffer<int> in(1), mid(kN), out(kN);
-    in.upload(std::vector<int>{42}, s);
-    mid.upload(std::vector<int>(kN, 7), s);
     const std::vector<int> got = run_pair(s, in, mid, out, true, graph, 2);
     // The first block to wait read before the primary ran (all of its threads did).
     const int early = static_cast<int>(std::count(got.begin(), got.end(), 7));

@@ -44,11 +44,13 @@ CpuStream* S(Stream s) {
 // follows it; any other work on the stream runs it first.  Streams run their work at once
 // on the calling thread, so one slot per host thread serves every stream.
 thread_local std::function<void()> t_held_primary;
-void release_held_primary() {
-  if (!t_held_primary) return;
+std::function<void()> take_held_primary() {
   std::function<void()> op = std::move(t_held_primary);
   t_held_primary = nullptr;
-  op();
+  return op;
+}
+void release_held_primary() {
+  if (std::function<void()> op = take_held_primary()) op();
 }
 
 // Runs op now, or records it if the stream captures.  held: op deals with a held-back
@@ -235,8 +237,7 @@ void submit_launch(const char* name, dim3 grid, dim3 block, hy4::rt::Stream stre
       break;
     case LaunchOrder::Dependent:
       hy4::rt::enqueue_op(stream, [run] {
-        std::function<void()> prior = std::move(hy4::rt::t_held_primary);
-        hy4::rt::t_held_primary = nullptr;
+        std::function<void()> prior = hy4::rt::take_held_primary();
         run(prior ? &prior : nullptr, true);
       }, true);
       break;

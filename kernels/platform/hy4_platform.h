@@ -262,27 +262,13 @@ using I32x4 = Vec<int32_t, 4>;
                        __VA_ARGS__);                                                          \
     ::hy4::rt::check_launch(#kernel);                                                         \
   } while (0)
-#define HY4_LAUNCH_PRIMARY_IF(primary, ...) \
-  do {                                      \
-    (void)(primary);                        \
-    HY4_LAUNCH(__VA_ARGS__);                \
-  } while (0)
-#define HY4_LAUNCH_DEPENDENT_IF(dependent, ...) \
-  do {                                          \
-    (void)(dependent);                          \
-    HY4_LAUNCH(__VA_ARGS__);                    \
-  } while (0)
+// HIP has no dependent launch: the dependent is a plain launch after its primary.
+#define HY4_LAUNCH_DEPENDENT_IF HY4_LAUNCH_PRIMARY_IF
 #else
 #define HY4_LAUNCH(kernel, grid, block, stream, ...)                                       \
   do {                                                                                     \
     kernel<<<(grid), (block), 0, static_cast<cudaStream_t>((stream).handle)>>>(__VA_ARGS__); \
     ::hy4::rt::check_launch(#kernel);                                                      \
-  } while (0)
-// The primary is a plain launch: its dev::launch_dependents() lets the dependent start.
-#define HY4_LAUNCH_PRIMARY_IF(primary, ...) \
-  do {                                      \
-    (void)(primary);                        \
-    HY4_LAUNCH(__VA_ARGS__);                \
   } while (0)
 // The dependent: cudaLaunchKernelEx with programmatic stream serialization (captured into a
 // graph as a programmatic edge).
@@ -299,5 +285,14 @@ using I32x4 = Vec<int32_t, 4>;
     hy4_cfg.numAttrs = (dependent) ? 1 : 0;                                             \
     (void)cudaLaunchKernelEx(&hy4_cfg, kernel, __VA_ARGS__);                            \
     ::hy4::rt::check_launch(#kernel);                                                   \
+  } while (0)
+#endif
+#if !defined(HY4_BACKEND_CPU)
+// On a GPU the primary is a plain launch (on CUDA its dev::launch_dependents() lets the
+// dependent start).
+#define HY4_LAUNCH_PRIMARY_IF(primary, ...) \
+  do {                                      \
+    (void)(primary);                        \
+    HY4_LAUNCH(__VA_ARGS__);                \
   } while (0)
 #endif
