@@ -256,8 +256,13 @@ TEST(RoutingProperties, EveryPathAndGridSplitBothSides) {
   EXPECT_EQ(RoutingPlan::fill_blocks(2, 1, 64, 16), 2);  // 1025
   EXPECT_EQ(RoutingPlan::fill_blocks(2, 1, 32, 64), 3);  // 2049
   EXPECT_EQ(RoutingPlan::fill_blocks(9, 8, 512, 1024), RoutingPlan::kMaxFillBlocks);
-  EXPECT_EQ(RoutingPlan::sort_blocks(S / 8 + 1, 8, 256, 64), 18);  // chunks 5
-  EXPECT_EQ(RoutingPlan::sort_blocks(4096, 1, 2, 1), 64);          // padding blocks 5
+  // two kernels, both ways (written against the plan's constants, so a change of the chunk
+  // policy keeps the sides; the case list above holds both shapes):
+  EXPECT_EQ(RoutingPlan::sort_blocks(S / 8 + 1, 8, 256, 64), 18);  // 18 padding blocks past the chunks
+  EXPECT_LT(RoutingPlan::chunks(S / 8 + 1), 18);
+  EXPECT_EQ(RoutingPlan::sort_blocks(4096, 1, 2, 1), RoutingPlan::chunks(4096));  // chunks past the 5 padding blocks
+  EXPECT_EQ(RoutingPlan::fill_blocks(4096, 1, 2, 1), 5);
+  EXPECT_GT(RoutingPlan::chunks(4096), 5);
 }
 
 // The one kernel's decode path (T*k <= RoutingPlan::kDecodeMaxEntries = 64, no mask: one
