@@ -22,6 +22,8 @@ of another tree).  --test also builds the cpu preset in the scratch copy and run
 ops' ctest labels (warp 32 and 64), then builds the rocm preset and checks the AMD budget
 (tools/hy4_amd_budget.py --check: no scratch, each kernel's stated occupancy): a candidate
 that fails either is not built for the GPU; a probe is expected to fail and is not tested.
+A candidate's CUDA build is then held to tools/hy4_cuda_budget.py --check (no kernel
+spills); one that spills is listed as not built (CUDA-SPILLS).
 
 Run on the GPU machine (one device call, the folder carried):
 
@@ -246,6 +248,14 @@ def build_all(a, variants):
             if not verdict:
                 err = build_bench(v["variant"])
                 verdict = f"BUILD-FAILED (cuda): {err}" if err else ""
+            if not verdict and a.test and v["kind"] == "candidate":
+                # no CUDA kernel may spill (a candidate that loses registers to a spill is
+                # slower where the chain is latency-bound: the seventeenth session's first)
+                budget = os.path.join(work, "tools", "hy4_cuda_budget.py")
+                r = run([sys.executable, budget, "--build", cuda, "--check"])
+                if r.returncode == 1:
+                    verdict = "CUDA-SPILLS: " + "; ".join(
+                        l for l in (r.stdout + r.stderr).splitlines() if l.startswith("hy4_cuda_budget:"))[-600:]
             if verdict:
                 status = 1
                 print(f"{'not built':8s} {v['variant']:44s} {time.time() - t0:5.0f} s  {verdict}", flush=True)
