@@ -253,8 +253,8 @@ def build_all(a, variants):
                 # slower where the chain is latency-bound: the seventeenth session's first)
                 budget = os.path.join(work, "tools", "hy4_cuda_budget.py")
                 r = run([sys.executable, budget, "--build", cuda, "--check"])
-                if r.returncode == 1:
-                    verdict = "CUDA-SPILLS: " + "; ".join(
+                if r.returncode != 0:  # 1: a spill; 2 or 77: the check could not run (said why)
+                    verdict = ("CUDA-SPILLS: " if r.returncode == 1 else "CUDA-BUDGET-NOT-RUN: ") + "; ".join(
                         l for l in (r.stdout + r.stderr).splitlines() if l.startswith("hy4_cuda_budget:"))[-600:]
             if verdict:
                 status = 1
