@@ -751,5 +751,30 @@ TEST_P(DependentLaunch, AHeldPrimaryRunsBeforeAnyOtherWorkOnTheStream) {
   EXPECT_EQ(got, std::vector<int>(kN, 9));
 }
 
+// A held-back primary that never ends: the watchdog names the primary, not the dependent
+// whose threads wait for it (the primary runs on a helper thread inside the dependent's
+// launch, so its blocks are not the watched grid's).
+TEST_P(DependentLaunch, AHangInTheHeldPrimaryNamesThePrimary) {
+  const ScopedEnv limit("HY4_CPU_BLOCK_TIMEOUT_S", "1");
+  ScopedStream s;
+  DeviceBuffer<int> d(256), mid(kN), out(kN);
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        HY4_LAUNCH_PRIMARY_IF(true, endless_thread_kernel, dim3(3), dim3(64), s.get(), d.get(), 0);
+        HY4_LAUNCH_DEPENDENT_IF(true, dependent_copy_kernel, dim3(kBlocks), dim3(kThreads), s.get(), mid.get(),
+                                out.get(), false, true);
+      },
+      "kernel endless_thread_kernel \\(the held-back primary of dependent launch dependent_copy_kernel \\(grid "
+      "\\(48,1,1\\), block \\(64,1,1\\), warp " + std::to_string(GetParam()) +
+          "\\)\\): a block still runs after 1 s(.|\n)*block 1 \\(linear\\) of the held-back primary "
+          "endless_thread_kernel running for [0-9]+ s, thread 5 \\(linear\\) last resumed");
+  // The same primary ending (stride 1): the pair runs, no report.
+  HY4_LAUNCH_PRIMARY_IF(true, endless_thread_kernel, dim3(3), dim3(64), s.get(), d.get(), 1);
+  HY4_LAUNCH_DEPENDENT_IF(true, dependent_copy_kernel, dim3(kBlocks), dim3(kThreads), s.get(), mid.get(), out.get(),
+                          false, true);
+  hy4::rt::synchronize(s.get());
+}
+
 INSTANTIATE_TEST_SUITE_P(Warp, DependentLaunch, ::testing::Values(32, 64),
                          [](const ::testing::TestParamInfo<int>& i) { return "warp" + std::to_string(i.param); });

@@ -268,6 +268,11 @@ struct Worker {
   std::atomic<int64_t> watch_block{-1};
   std::atomic<int64_t> watch_since_ns{0};
   std::atomic<int> watch_thread{-1};
+  // The kernel of that block (a launch's name: a string literal) and whether it is a
+  // held-back primary run inside a dependent launch (tl_nested_launch), whose grid is not
+  // the watched launch's.
+  std::atomic<const char*> watch_kernel{nullptr};
+  std::atomic<bool> watch_nested{false};
   Context sched_ctx;
   const void* sched_bottom = nullptr;
   std::size_t sched_size = 0;
@@ -603,6 +608,8 @@ void run_block(LaunchState& L, uint64_t block_linear) {
   b.fibers = &w.fibers;
   w.block = &b;
   w.watch_since_ns.store(steady_ns(), std::memory_order_relaxed);
+  w.watch_kernel.store(L.name, std::memory_order_relaxed);
+  w.watch_nested.store(tl_nested_launch, std::memory_order_relaxed);
   w.watch_block.store(int64_t(block_linear), std::memory_order_release);
   for (int i = 0; i < b.nthreads; ++i) {
     Fiber& f = w.fibers[i];
@@ -781,27 +788,50 @@ std::string dims(uint64_t linear, dim3 d) {
 }
 
 // The report when a block of the launch in progress runs past the limit, or "" when none
-// does; made under Watch::mu (the launch cannot end meanwhile).
-std::string hung_block_report(const LaunchState& L, int limit, const std::vector<Worker*>& workers) {
+// does; made under Watch::mu (the launch cannot end meanwhile).  A block of a held-back
+// primary (run on a helper thread for a dependent launch's wait; its grid is not L's) is
+// listed by its kernel and linear index.  While one runs, only its blocks are timed (the
+// dependent's blocks wait for it, they do not loop), and the report and *hung_kernel name
+// that primary, not the dependent.
+std::string hung_block_report(const LaunchState& L, int limit, const std::vector<Worker*>& workers,
+                              std::string* hung_kernel) {
   const int64_t now = steady_ns();
-  bool hung = false;
+  bool hung = false, primary_runs = false;
+  const char* hung_primary = nullptr;
+  for (const Worker* w : workers)
+    primary_runs = primary_runs ||
+                   (w->watch_block.load(std::memory_order_acquire) >= 0 && w->watch_nested.load(std::memory_order_relaxed));
   std::ostringstream running;
   for (const Worker* w : workers) {
     const int64_t b = w->watch_block.load(std::memory_order_acquire);
     if (b < 0) continue;
     const double secs = double(now - w->watch_since_ns.load(std::memory_order_relaxed)) * 1e-9;
-    hung = hung || secs >= limit;
-    running << "\n  block " << dims(uint64_t(b), L.grid) << " running for " << int64_t(secs) << " s";
+    const bool nested = w->watch_nested.load(std::memory_order_relaxed);
+    const char* kernel = w->watch_kernel.load(std::memory_order_relaxed);
+    if (secs >= limit && nested == primary_runs) {
+      hung = true;
+      if (nested) hung_primary = kernel;
+    }
     const int t = w->watch_thread.load(std::memory_order_relaxed);
+    if (nested) {
+      running << "\n  block " << b << " (linear) of the held-back primary " << (kernel ? kernel : "?")
+              << " running for " << int64_t(secs) << " s";
+      if (t >= 0) running << ", thread " << t << " (linear) last resumed";
+      continue;
+    }
+    running << "\n  block " << dims(uint64_t(b), L.grid) << " running for " << int64_t(secs) << " s";
     if (t >= 0) running << ", thread " << dims(uint64_t(t), L.block) << " last resumed";
   }
   if (!hung) return "";
   std::ostringstream os;
-  os << "hy4 cpu executor: kernel " << L.name << " (grid (" << L.grid.x << "," << L.grid.y << "," << L.grid.z
-     << "), block (" << L.block.x << "," << L.block.y << "," << L.block.z << "), warp " << L.warp
-     << "): a block still runs after " << limit << " s (HY4_CPU_BLOCK_TIMEOUT_S): a kernel thread loops "
+  os << "hy4 cpu executor: kernel ";
+  if (hung_primary) os << hung_primary << " (the held-back primary of dependent launch ";
+  os << L.name << " (grid (" << L.grid.x << "," << L.grid.y << "," << L.grid.z << "), block (" << L.block.x << ","
+     << L.block.y << "," << L.block.z << "), warp " << L.warp << ")" << (hung_primary ? ")" : "")
+     << ": a block still runs after " << limit << " s (HY4_CPU_BLOCK_TIMEOUT_S): a kernel thread loops "
      << "without end (on a GPU the launch hangs); " << std::min(L.next_block.load(), L.nblocks) << " of "
-     << L.nblocks << " blocks started." << running.str() << "\n";
+     << L.nblocks << " blocks" << (hung_primary ? " of the dependent" : "") << " started." << running.str() << "\n";
+  if (hung_kernel) *hung_kernel = hung_primary ? hung_primary : L.name;
   return os.str();
 }
 
@@ -814,9 +844,8 @@ void watchdog_loop() {
       std::lock_guard<std::mutex> lk(w.mu);
       if (!w.launch) continue;
       const LaunchState& L = *w.launch;
-      report = hung_block_report(L, w.limit_s, w.workers);
+      report = hung_block_report(L, w.limit_s, w.workers, &kernel);
       if (report.empty()) continue;
-      kernel = L.name;
     }
     // Printed, the hook run and the process ended after the lock is let go: the hook may
     // touch this thread's Worker, whose construction takes Watch::mu.
