@@ -183,6 +183,11 @@ def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
 
 
+def budget_says(r, tool):
+    """The lines a budget tool (tools/<tool>.py) printed under its own name, for a verdict."""
+    return "; ".join(l for l in (r.stdout + r.stderr).splitlines() if l.startswith(tool + ":"))[-600:]
+
+
 def ensure_preset(work, preset):
     build = os.path.join(work, "build", preset)
     if not os.path.exists(os.path.join(build, "CMakeCache.txt")):
@@ -243,8 +248,7 @@ def build_all(a, variants):
                     budget = os.path.join(work, "tools", "hy4_amd_budget.py")
                     r = b if b.returncode != 0 else run([sys.executable, budget, "--build", rocm, "--check"])
                     if r.returncode != 0:
-                        verdict = "AMD-BUDGET-FAILED: " + "; ".join(
-                            l for l in (r.stdout + r.stderr).splitlines() if l.startswith("hy4_amd_budget:"))[-600:]
+                        verdict = "AMD-BUDGET-FAILED: " + budget_says(r, "hy4_amd_budget")
             if not verdict:
                 err = build_bench(v["variant"])
                 verdict = f"BUILD-FAILED (cuda): {err}" if err else ""
@@ -254,8 +258,8 @@ def build_all(a, variants):
                 budget = os.path.join(work, "tools", "hy4_cuda_budget.py")
                 r = run([sys.executable, budget, "--build", cuda, "--check"])
                 if r.returncode != 0:  # 1: a spill; 2 or 77: the check could not run (said why)
-                    verdict = ("CUDA-SPILLS: " if r.returncode == 1 else "CUDA-BUDGET-NOT-RUN: ") + "; ".join(
-                        l for l in (r.stdout + r.stderr).splitlines() if l.startswith("hy4_cuda_budget:"))[-600:]
+                    verdict = ("CUDA-SPILLS: " if r.returncode == 1 else "CUDA-BUDGET-NOT-RUN: ") + budget_says(
+                        r, "hy4_cuda_budget")
             if verdict:
                 status = 1
                 print(f"{'not built':8s} {v['variant']:44s} {time.time() - t0:5.0f} s  {verdict}", flush=True)

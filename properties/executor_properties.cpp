@@ -133,8 +133,6 @@ __global__ void endless_collective_kernel(int* out, int stride) {
   out[threadIdx.x] = n;
 }
 
-// Thread 0 of each block sleeps ms milliseconds (host code: this kernel runs only on the
-// CPU executor), then every thread writes its index.
 // Dependent launches (HY4_LAUNCH_PRIMARY_IF / HY4_LAUNCH_DEPENDENT_IF): the primary copies
 // in[0] to every element of out; the dependent copies src to dst, reading before or after
 // its dev::wait_prior_grid() (or never waiting).
@@ -159,6 +157,8 @@ __global__ void dependent_barrier_kernel(const int* src, int* dst) {
   dst[i] = src[i] + (b != 0 ? 0 : 1000);
 }
 
+// Thread 0 of each block sleeps ms milliseconds (host code: this kernel runs only on the
+// CPU executor), then every thread writes its index.
 __global__ void slow_block_kernel(int* out, int ms) {
   if (threadIdx.x == 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   out[threadIdx.x] = static_cast<int>(threadIdx.x);

@@ -96,13 +96,16 @@ def ptxas_report(build, argv, scratch):
     return kernels
 
 
-def short_name(mangled):
-    """hy4::(anonymous namespace)::topk_kernel<8>(...) -> topk_kernel<8>."""
-    name = mangled
+def short_names(mangled):
+    """hy4::(anonymous namespace)::topk_kernel<8>(...) -> topk_kernel<8>, for every name
+    (one c++filt for all; without c++filt the mangled names stay)."""
+    names = list(mangled)
     if shutil.which("c++filt"):
-        name = subprocess.run(["c++filt", mangled], capture_output=True, text=True).stdout.strip() or mangled
-    name = name.replace("(anonymous namespace)::", "").split("(", 1)[0]
-    return re.sub(r"^.*::", "", name.split(" ", 1)[-1])
+        out = subprocess.run(["c++filt"], input="\n".join(names) + "\n", capture_output=True, text=True).stdout
+        if len(out.splitlines()) == len(names):
+            names = out.splitlines()
+    return [re.sub(r"^.*::", "", n.replace("(anonymous namespace)::", "").split("(", 1)[0].split(" ", 1)[-1])
+            for n in names]
 
 
 def main():
@@ -121,8 +124,10 @@ def main():
     with tempfile.TemporaryDirectory() as scratch:
         for op in sorted(cmds):
             for k in ptxas_report(build, cmds[op], scratch):
-                k["op"], k["kernel"] = op, short_name(k["mangled"])
+                k["op"] = op
                 rows.append(k)
+    for k, name in zip(rows, short_names(k["mangled"] for k in rows)):
+        k["kernel"] = name
     if not rows:
         die("ptxas reported no kernel (did nvcc's flags change?)")
     print(f"{'kernel':34s} {'arch':6s} {'regs':>5s} {'spill st':>9s} {'spill ld':>9s} {'stack':>6s} {'smem':>7s}")
