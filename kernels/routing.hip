@@ -469,7 +469,9 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
 // counts_ce == nullptr: the one-kernel path (every block ranks all entries, writes the
 // entries of its share of j).  Otherwise block c ranks and writes chunk c (the blocks
 // past the chunks have no entries: they only write padding).
-__global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
+// One block per SM at most (its grid: <= 128 blocks), so CUDA may give it the registers
+// that keep all kMaxChunks count-matrix reads in flight (HY4_LAUNCH_BOUNDS_ONE_BLOCK).
+__global__ void HY4_LAUNCH_BOUNDS_ONE_BLOCK(RoutingPlan::kMaxThreads)
     routing_sort_kernel(const int32_t* ids, int64_t ids_stride, const float* weights, int64_t weights_stride,
                         int64_t rows, int k, int experts, const int32_t* mask, const int32_t* num_rows,
                         int64_t chunk_tokens, int bits, const int32_t* counts_ce, int chunks, int block_size,
