@@ -349,6 +349,36 @@ TEST(RoutingProperties, DecodeStartsBothSidesOfOneBlockPerExpert) {
       }
 }
 
+// The decode path's largest segment: kDecodeMaxEntries (64) entries of one expert at
+// block_size 1, a padded size of 64 blocks (the eighteenth session's ballot sums, branch
+// cand-decode-start-bits, read block counts to 7 bits; cut to 6 only this test failed).
+// Every entry on one expert (the smallest, the largest, one in between), n = 64 at three
+// (T, k), and one entry fewer.
+TEST(RoutingProperties, DecodeLeaderWithTheMostBlocks) {
+  HY4_REQUIRE_DEVICE();
+  const int64_t D = RoutingPlan::kDecodeMaxEntries;
+  for (int k : {1, 2, 8})
+    for (int64_t n : {D, D - 1})
+      for (int E : {256, 511}) {
+        RoutingShape sh;
+        sh.k = k;
+        sh.T = (n + k - 1) / k;
+        sh.E = E;
+        sh.block_size = 1;
+        if (sh.T * k > D) continue;
+        ASSERT_TRUE(RoutingPlan::decode_path(sh.T, k, false));
+        for (int expert : {0, E / 2, E - 1}) {
+          RoutingCase c = make_routing_case(static_cast<uint64_t>(n * 7 + k + E + expert), sh);
+          for (int64_t t = 0; t < sh.T; ++t)
+            for (int s = 0; s < k; ++s)
+              c.ids[t * c.ids_stride() + s] = t * k + s < n ? static_cast<uint32_t>(expert) : static_cast<uint32_t>(-1);
+          const std::string name = "routing.DecodeMostBlocks.T" + std::to_string(sh.T) + "k" + std::to_string(k) + "n" +
+                                   std::to_string(n) + "E" + std::to_string(E) + "x" + std::to_string(expert);
+          EXPECT_TRUE(routing_case_passes(c, name));
+        }
+      }
+}
+
 // The offsets block is RoutingPlan::scan_threads(E) threads (64, 128, 256 or 512):
 // E on both sides of every size, with a mask (the local-id scan) and padding.
 TEST(RoutingProperties, EveryOffsetsBlockSizeBothSides) {
