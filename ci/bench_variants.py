@@ -36,6 +36,17 @@ base, v1, ...), each with --ops of that variant, and prints per op a table of me
 launch (the median over rounds; the spread of the rounds beside it when it passes 0.05 us)
 for every T, base first, and the ratio to base at each T.  --json FILE keeps it.
 
+A git branch (or any commit) can be built the same way, as a candidate beside base:
+
+    python3 ci/bench_variants.py --build out/v --branch cand-x[,cand-y] [--test] [--pack]
+
+REF's own change (the files it changed since it left HEAD's history, in REF's versions) is
+written into the scratch copy over HEAD, built (and, with --test, held to the same gates),
+then put back; a file that HEAD changed too is refused (rebase REF first).  The binary is
+hy4-bench-branch.<ref> (the name lowered, other characters '-'); its ops are those whose
+kernels/<op>.* files the branch changes (all four if none).  With --branch and no --only,
+no list variant is built.
+
     python3 ci/bench_variants.py --check | --list
 
 --check parses the list and checks that every edit still applies to the tree (its text
@@ -163,20 +174,62 @@ def check_applies(variants, list_path):
             texts[e["file"]] = plant_campaign.apply(text, e)
 
 
+def branch_variant(ref):
+    """A candidate made of git REF's tree: {variant, kind, ops, why, edits: [], branch: [(status, path)]}."""
+    sha = run(["git", "rev-parse", "--verify", "--quiet", ref + "^{commit}"], cwd=ROOT).stdout.strip()
+    if not sha:
+        fail(f"--branch {ref}: not a branch or commit of this repository")
+    # the branch's own change (since it left HEAD's history) on top of HEAD
+    base = run(["git", "merge-base", "HEAD", sha], cwd=ROOT).stdout.strip()
+    diff = run(["git", "diff", "--no-renames", "--name-status", base, sha], cwd=ROOT)
+    if not base or diff.returncode != 0:
+        fail(f"--branch {ref}: no common history with HEAD ({diff.stderr.strip()})")
+    changed = [tuple(l.split("\t", 1)) for l in diff.stdout.splitlines() if "\t" in l]
+    if not changed:
+        fail(f"--branch {ref}: it changes nothing that HEAD lacks (nothing to compare)")
+    both = [p for _, p in changed if run(["git", "diff", "--quiet", base, "HEAD", "--", p], cwd=ROOT).returncode != 0]
+    if both:
+        fail(f"--branch {ref}: HEAD changed {', '.join(both)} since the branch left it: rebase {ref} on HEAD first")
+    ops = [o for o in OPS if any(re.fullmatch(rf"kernels/{o}(\.hip|\.h|_plan\.cpp)", path) for _, path in changed)]
+    subject = run(["git", "log", "-1", "--format=%s", sha], cwd=ROOT).stdout.strip()
+    name = "branch." + re.sub(r"[^a-z0-9.-]", "-", ref.lower())
+    return {"variant": name, "kind": "candidate", "ops": ",".join(ops or OPS),
+            "why": f"git {ref} at {sha[:7]}, {len(changed)} files on top of HEAD: {subject}"[:300], "edits": [],
+            "branch": changed, "sha": sha}
+
+
 def edited(work, v):
-    """Applies v's edits in the scratch copy; returns {path: original text} to put back."""
+    """Applies v's edits (or writes its branch's files) in the scratch copy; returns {path:
+    original bytes, or None where the file did not exist} to put back."""
     originals = {}
+    for status, rel in v.get("branch", []):
+        path = os.path.join(work, rel)
+        originals.setdefault(path, open(path, "rb").read() if os.path.isfile(path) else None)
+        if status.startswith("D"):
+            if os.path.isfile(path):
+                os.remove(path)
+            continue
+        blob = subprocess.run(["git", "show", f"{v['sha']}:{rel}"], cwd=ROOT, capture_output=True)
+        if blob.returncode != 0:
+            restore(originals)
+            fail(f"--branch: git show {v['sha'][:7]}:{rel} failed")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        open(path, "wb").write(blob.stdout)
     for e in v["edits"]:
         path = os.path.join(work, e["file"])
         text = open(path).read()
-        originals.setdefault(path, text)
+        originals.setdefault(path, text.encode())
         open(path, "w").write(plant_campaign.apply(text, e))
     return originals
 
 
 def restore(originals):
-    for path, text in originals.items():
-        open(path, "w").write(text)
+    for path, data in originals.items():
+        if data is None:
+            if os.path.isfile(path):
+                os.remove(path)
+        else:
+            open(path, "wb").write(data)
 
 
 def run(cmd, **kw):
@@ -268,6 +321,8 @@ def build_all(a, variants):
             print(f"built    {v['variant']:44s} {time.time() - t0:5.0f} s  {v['kind']}{tested}", flush=True)
             made[v["variant"]] = {"kind": v["kind"], "ops": v["ops"], "why": v.get("why", ""), "tree": base_of,
                                   "tested": bool(tested)}
+            if "sha" in v:
+                made[v["variant"]]["branch"] = v["sha"]
         finally:
             restore(originals)
     # rebuild the untouched tree last, so the scratch copy's objects match it for the next run
@@ -403,6 +458,7 @@ def main():
     ap.add_argument("--test", action="store_true",
                     help="--build: run each candidate's ops' tests on the cpu preset and check the AMD budget (rocm preset)")
     ap.add_argument("--pack", action="store_true", help="--build: also write OUT.tar.xz (what a device call carries)")
+    ap.add_argument("--branch", default="", help="--build: comma-separated git branches / commits, each built as a candidate")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--launches", type=int, default=100)
     ap.add_argument("--replays", type=int, default=10)
@@ -416,10 +472,14 @@ def main():
         if a.ops and any(o not in OPS for o in a.ops.split(",")):
             fail(f"--ops {a.ops!r}: each must be one of {', '.join(OPS)}")
         return run_all(a)
+    if a.branch and not a.build:
+        fail("--branch goes with --build")
     variants = parse(a.list_file)
     variants, unknown = plant_campaign.select(variants, "variant", a.only)
     if unknown:
         fail(f"--only names no variant: {', '.join(sorted(unknown))}")
+    if a.branch and not a.only:
+        variants = []
     if a.list:
         for v in variants:
             print(f"{v['variant']:44s} {v['kind']:9s} {v['ops']:12s} {v.get('why', '')}")
@@ -428,7 +488,11 @@ def main():
     if a.check:
         print(f"bench_variants: {len(variants)} variants apply")
         return 0
-    return build_all(a, variants)
+    branches = [branch_variant(ref) for ref in a.branch.split(",") if ref]
+    names = [v["variant"] for v in variants + branches]
+    if len(set(names)) != len(names):
+        fail(f"--branch {a.branch}: two variants would share a name ({', '.join(names)})")
+    return build_all(a, variants + branches)
 
 
 if __name__ == "__main__":
