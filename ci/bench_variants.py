@@ -175,7 +175,7 @@ def check_applies(variants, list_path):
 
 
 def branch_variant(ref):
-    """A candidate made of git REF's tree: {variant, kind, ops, why, edits: [], branch: [(status, path)]}."""
+    """A candidate of git REF's own change over HEAD: {variant, kind, ops, why, edits: [], branch: [(status, path)], sha}."""
     sha = run(["git", "rev-parse", "--verify", "--quiet", ref + "^{commit}"], cwd=ROOT).stdout.strip()
     if not sha:
         fail(f"--branch {ref}: not a branch or commit of this repository")
