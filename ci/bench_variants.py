@@ -187,7 +187,8 @@ def branch_variant(ref):
     changed = [tuple(l.split("\t", 1)) for l in diff.stdout.splitlines() if "\t" in l]
     if not changed:
         fail(f"--branch {ref}: it changes nothing that HEAD lacks (nothing to compare)")
-    both = [p for _, p in changed if run(["git", "diff", "--quiet", base, "HEAD", "--", p], cwd=ROOT).returncode != 0]
+    both = run(["git", "diff", "--no-renames", "--name-only", base, "HEAD", "--"] + [p for _, p in changed],
+               cwd=ROOT).stdout.split()
     if both:
         fail(f"--branch {ref}: HEAD changed {', '.join(both)} since the branch left it: rebase {ref} on HEAD first")
     ops = [o for o in OPS if any(re.fullmatch(rf"kernels/{o}(\.hip|\.h|_plan\.cpp)", path) for _, path in changed)]
