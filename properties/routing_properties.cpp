@@ -365,7 +365,6 @@ TEST(RoutingProperties, DecodeLeaderWithTheMostBlocks) {
         sh.T = (n + k - 1) / k;
         sh.E = E;
         sh.block_size = 1;
-        if (sh.T * k > D) continue;
         ASSERT_TRUE(RoutingPlan::decode_path(sh.T, k, false));
         for (int expert : {0, E / 2, E - 1}) {
           RoutingCase c = make_routing_case(static_cast<uint64_t>(n * 7 + k + E + expert), sh);
