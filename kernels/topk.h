@@ -56,6 +56,15 @@ class TopkPlan {
   // 512: 5.28 us as 512 row blocks, 3.83 us on the warp path (64 blocks of 8 rows); the
   // bound was 1024 until then (2026-12-05, ci/variants.txt topk.warp-path-above-256-rows).
   static constexpr int64_t kBlockPerRowMaxRows = 256;
+  // Warp per row: blocks of kBlockThreads, a row per warp (8 rows a block at warp 32, 4 at
+  // wave64), at most kMaxGrid blocks.  Chosen at launch, from the warp size the launch runs
+  // with; sized for wave64 at warp 32 too, half the blocks had no row (H100,
+  // topk.warp-grid-by-warp-size: x0.98 at T = 512, x0.99 at 8192 and 32768).
+  static constexpr int64_t warp_path_grid(int64_t rows, int warp) {
+    return (rows + kBlockThreads / warp - 1) / (kBlockThreads / warp) < kMaxGrid
+               ? (rows + kBlockThreads / warp - 1) / (kBlockThreads / warp)
+               : kMaxGrid;
+  }
   // Block per row: threads = the power of two >= E, at least 64, at most 512.
   static constexpr int row_block_threads(int64_t experts) { return pow2_threads(experts, 64, 512); }
   bool block_per_row() const { return block_per_row_; }
@@ -66,7 +75,7 @@ class TopkPlan {
 
  private:
   TopkArgs args_;
-  int64_t grid_ = 0;
+  int64_t row_block_grid_ = 0;  // block per row: a block a row, at most kMaxGrid
   bool block_per_row_ = false;
 };
 

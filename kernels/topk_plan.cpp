@@ -39,8 +39,8 @@ TopkPlan::TopkPlan(const TopkArgs& a) : args_(a) {
   if (a.path != TopkPath::Auto && a.path != TopkPath::WarpPerRow && a.path != TopkPath::BlockPerRow)
     check::fail(op, "argument 'path' is " + std::to_string(static_cast<int>(a.path)) + "; must be 0 (auto), 1 (warp per row) or 2 (block per row)");
   block_per_row_ = a.path == TopkPath::BlockPerRow || (a.path == TopkPath::Auto && T <= kBlockPerRowMaxRows);
-  const int64_t rows_per_block = block_per_row_ ? 1 : kBlockThreads / 64;  // wave64 worst case; wave32 strides further
-  grid_ = std::min<int64_t>((T + rows_per_block - 1) / rows_per_block, kMaxGrid);
+  // The warp path's grid depends on the launch's warp size: warp_path_grid, at launch.
+  row_block_grid_ = std::min<int64_t>(T, kMaxGrid);
 }
 
 }  // namespace hy4
