@@ -7,7 +7,10 @@
 // keeps, in registers (kPerLane slots, fully unrolled: no dynamic register indexing,
 // no scratch), each expert's logit, bias and estimated choice score.  Its 2 kPerLane
 // reads are issued before any arithmetic and under no branch (a slot past E reads expert
-// E - 1 and is then marked empty): one memory latency per row, not one per slot.  Rank keys are
+// E - 1 and is then marked empty): one memory latency per row, not one per slot.  Dense
+// rows (fp32 logits, E = kPerLane x warpSize: HY V4's 256) read from one row pointer at
+// fixed offsets, with no clamp, no per-slot 64-bit address and no past-E select (H100,
+// topk.warp-dense-rows: x0.96 at T = 4096, x0.92 at 8192).  Rank keys are
 // 64-bit integers that order (c desc, id asc) exactly as the bit model does (c's bits
 // mapped to an unsigned order, then the complemented id).
 //  - Estimates (kPerLane = 4 or 8): each slot's c as an fp32 estimate ce =
@@ -197,19 +200,36 @@ __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const voi
       // row, in bounds, and is then marked NaN), so all 2 kPerLane reads are in flight at
       // once instead of one slot's load -> estimate -> next load.
       float b_reg[kPerLane];
+      if (experts == kPerLane * ws && !logits_bf16) {  // warp-uniform
+        // Dense rows (every slot a real expert, fp32 logits; HY V4's E = 256): one row
+        // pointer and fixed offsets, no clamp, no past-E select.
+        const float* x_row = static_cast<const float*>(logits) + t * logits_stride + lane;
 #pragma unroll
-      for (int j = 0; j < kPerLane; ++j) {
-        const int e = j * ws + lane < experts ? j * ws + lane : experts - 1;
-        x_reg[j] = load_logit(logits, logits_bf16, logits_stride, t, e);
-        b_reg[j] = bias[e];
-      }
+        for (int j = 0; j < kPerLane; ++j) {
+          x_reg[j] = x_row[j * ws];
+          b_reg[j] = bias[j * ws + lane];
+        }
 #pragma unroll
-      for (int j = 0; j < kPerLane; ++j) {
-        const float ce = dev::fast_sigmoid(x_reg[j]) + b_reg[j];
-        ce_reg[j] = j * ws + lane >= experts ? f32_from_bits(0x7fc00000u)  // past E: never competes
-                    : is_nan_f32(ce)         ? f32_from_bits(0xff800000u)
-                                             : ce;
-        lane_max_ce = ce_reg[j] > lane_max_ce ? ce_reg[j] : lane_max_ce;
+        for (int j = 0; j < kPerLane; ++j) {
+          const float ce = dev::fast_sigmoid(x_reg[j]) + b_reg[j];
+          ce_reg[j] = is_nan_f32(ce) ? f32_from_bits(0xff800000u) : ce;
+          lane_max_ce = lane_max_of(lane_max_ce, ce_reg[j]);
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < kPerLane; ++j) {
+          const int e = j * ws + lane < experts ? j * ws + lane : experts - 1;
+          x_reg[j] = load_logit(logits, logits_bf16, logits_stride, t, e);
+          b_reg[j] = bias[e];
+        }
+#pragma unroll
+        for (int j = 0; j < kPerLane; ++j) {
+          const float ce = dev::fast_sigmoid(x_reg[j]) + b_reg[j];
+          ce_reg[j] = j * ws + lane >= experts ? f32_from_bits(0x7fc00000u)  // past E: never competes
+                      : is_nan_f32(ce)         ? f32_from_bits(0xff800000u)
+                                               : ce;
+          lane_max_ce = ce_reg[j] > lane_max_ce ? ce_reg[j] : lane_max_ce;
+        }
       }
     } else {
 #pragma unroll

@@ -40,6 +40,8 @@ namespace {
 //   slots per lane        TopkPlan::slots_per_lane(E, warp): 4 | 8 | 16 split at E = 4 warp | + 1
 //                         and 8 warp | + 1 (128 | 129, 256 | 257 at warp 32; 256 | 257 at 64)
 //   slots a lane fills    ceil(E / warp): E = 32j and 32j + 1 (warp 32), 64j and 64j + 1 (warp 64)
+//   dense rows            warp path, fp32 and E = slots x warp (128, 256 at warp 32; 256 at 64):
+//                         one row pointer, no clamp | otherwise (bf16, E = 255, 257, ...)
 //   ranks per lane        lane r keeps rank r: k = 1 .. 32 (= warp at 32: k = 31 | 32)
 //   rows per block        256 / warp rows (8 or 4): T = 3, 4, 5 | 7, 8, 9, several blocks at T <= 12
 //   grid cap              TopkPlan::kMaxGrid blocks: T past kMaxGrid * 8 rows (RowsPastTheGridCap)
@@ -345,6 +347,42 @@ TEST(TopkProperties, EveryExpertWinsItsOwnRow) {
             ADD_FAILURE() << "E " << E << " path " << path << (bf16 ? " bf16" : " fp32") << ": row " << t << " chose "
                           << id_at(o, c, t, 0) << " first, not its best expert " << t;
         EXPECT_TRUE(topk_case_passes(c, "topk.EveryExpertWins.E" + std::to_string(E) + ".path" + std::to_string(path) +
+                                            (bf16 ? ".bf16" : "")));
+      }
+}
+
+// Nothing past expert E - 1 is read: every logit gap of a row (columns E .. stride - 1, and a
+// whole row past the last one) holds a logit of 100 and the bias buffer goes on past E with
+// 1e30, so an expert E that a kernel reads wins its row (and its id E is out of range).  E
+// one below each split of the warp path's instances (4 w - 1, 8 w - 1, w = warp: a lane's
+// last slot past E, where the dense-row read must not be taken) and of the block path's
+// thread counts, both sides, both pinned paths, fp32 and bf16.  (The plant "dense rows one
+// expert short", reading expert 255 at E = 255, passed every other test.)
+TEST(TopkProperties, NothingPastTheLastExpertIsRead) {
+  HY4_REQUIRE_DEVICE();
+  const int ws = hy4::rt::warp_size();
+  std::vector<int> Es = {1, 31, 33, 63, 65, 127, 129, 255, 257, 511};
+  for (int m : {4, 8, 16})
+    for (int d : {-1, 1})
+      if (m * ws + d <= TopkPlan::kMaxExperts && std::find(Es.begin(), Es.end(), m * ws + d) == Es.end())
+        Es.push_back(m * ws + d);
+  for (int E : Es)
+    for (int path : {1, 2})
+      for (bool bf16 : {false, true}) {
+        TopkShape sh;
+        sh.T = 6;
+        sh.E = E;
+        sh.k = std::min(E, 8);
+        sh.bf16 = bf16;
+        sh.path = path;
+        sh.logits_pad = 1 + E % 3;
+        TopkCase c = make_topk_case(static_cast<uint64_t>(E * 8 + path * 2 + bf16) ^ 0x9a5e, sh);
+        const uint32_t big = bf16 ? bf16_from_f32(100.0f) : f32_bits(100.0f);
+        c.logits.resize(c.logits.size() + static_cast<size_t>(c.logits_stride()), big);  // a row past the last
+        for (int64_t t = 0; t < sh.T; ++t)
+          for (int64_t e = E; e < c.logits_stride(); ++e) c.logits[t * c.logits_stride() + e] = big;
+        c.bias.resize(static_cast<size_t>(E) + 64, f32_bits(1e30f));
+        EXPECT_TRUE(topk_case_passes(c, "topk.NothingPastE.E" + std::to_string(E) + ".path" + std::to_string(path) +
                                             (bf16 ? ".bf16" : "")));
       }
 }
