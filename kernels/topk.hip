@@ -24,7 +24,8 @@
 //    k best has ce >= threshold = floor - margin(floor) (candidate_threshold): one fp32
 //    compare per slot.  Typically k to k + 4 of E are candidates.
 //  - At most ws candidates (warp-uniform): ballots give each its slot in a per-warp
-//    shared list (logit and id; the other lanes store to a spare entry: no branch), lane i forms candidate i's exact key and s and ranks it
+//    shared list (logit and id; with estimates the other lanes store to their own spare
+//    entries: no branch), lane i forms candidate i's exact key and s and ranks it
 //    by counting the larger keys, rank r < k goes to rank slot r; every lane sums the k
 //    s values in rank order (the bit model's fp32 additions), lane r writes rank r.
 //    About a third of the instructions of the rounds.
@@ -163,14 +164,18 @@ __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const voi
   const int lane = dev::lane_id();
   const int warp = static_cast<int>(threadIdx.x) / ws;
   const int warps = static_cast<int>(blockDim.x) / ws;
-  // Per warp: ws candidate slots and a spare one (entry ws: every lane stores at every list
-  // step, a lane without a candidate there), and k rank slots (the filter path).
-  HY4_SHARED_UPTO(uint64_t, cand_key, TopkPlan::kBlockThreads + TopkPlan::kBlockThreads / 32, warps * (ws + 1));
-  HY4_SHARED_UPTO(float, cand_s, TopkPlan::kBlockThreads + TopkPlan::kBlockThreads / 32, warps * (ws + 1));
-  HY4_SHARED_UPTO(int32_t, cand_e, TopkPlan::kBlockThreads + TopkPlan::kBlockThreads / 32, warps * (ws + 1));
+  // Per warp: ws candidate slots, then (kEstimate) a spare entry per lane (ws + lane: every
+  // lane stores at every list step, a lane without a candidate there to its own spare, so no
+  // two threads ever write one address: compute-sanitizer's racecheck reported a single
+  // shared spare entry), and k rank slots (the filter path).  The 16-slot instance keeps ws
+  // entries (the larger list cost it its gfx942 VGPR budget: 131, 3 waves per SIMD).
+  constexpr int kListPerLane = kEstimate ? 2 : 1;
+  HY4_SHARED_UPTO(uint64_t, cand_key, kListPerLane * TopkPlan::kBlockThreads, warps * kListPerLane * ws);
+  HY4_SHARED_UPTO(float, cand_s, kListPerLane * TopkPlan::kBlockThreads, warps * kListPerLane * ws);  // a candidate's logit, then its s
+  HY4_SHARED_UPTO(int32_t, cand_e, kListPerLane * TopkPlan::kBlockThreads, warps * kListPerLane * ws);
   HY4_SHARED_UPTO(uint64_t, rank_key_of, TopkPlan::kBlockThreads / 32 * TopkPlan::kMaxK, warps * k);
   HY4_SHARED_UPTO(float, rank_s, TopkPlan::kBlockThreads / 32 * TopkPlan::kMaxK, warps * k);
-  const int cbase = warp * (ws + 1), rbase = warp * k;
+  const int cbase = warp * kListPerLane * ws, rbase = warp * k;
   const uint64_t below = (uint64_t{1} << lane) - 1;  // the lanes under mine
   const int64_t real_rows = device_row_count(num_rows, rows);
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * warps + warp; t < rows;
@@ -251,8 +256,9 @@ __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const voi
       floor_word = kth_largest_over_lanes(lane_max, k, lane);
     // The candidates get list positions by ballots, slot by slot, and their logit and id
     // are written to the list as they come; a lane with no candidate in the slot (or one
-    // past position ws: the fallback below does not use the list) stores to the spare entry
-    // ws instead, so a step has no branch.  (Without kEstimate the keys and s themselves.)
+    // past position ws: the fallback below does not use the list) stores to its spare entry
+    // ws + lane instead, so a step has no branch.  (Without kEstimate the keys and s
+    // themselves, under a branch.)
     // (H100, topk.warp-list-without-branches: x0.89 at T = 512, x0.93 at 4096 - 32768.)
     int n = 0;
 #pragma unroll
@@ -260,13 +266,13 @@ __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const voi
       const bool c = kEstimate ? ce_reg[j] >= threshold : key_order(key[j]) >= floor_word;
       const uint64_t b = dev::ballot(c);
       const int pos = n + __builtin_popcountll(b & below);
-      const int slot = c && pos < ws ? pos : ws;  // ws: the spare entry, never read
       if constexpr (kEstimate) {
+        const int slot = c && pos < ws ? pos : ws + lane;  // ws + lane: the lane's spare entry, never read
         cand_s[cbase + slot] = x_reg[j];
         cand_e[cbase + slot] = j * ws + lane;
-      } else {
-        cand_key[cbase + slot] = key[j];
-        cand_s[cbase + slot] = s_reg[j];
+      } else if (c && pos < ws) {  // the 16-slot instance: no spare entries
+        cand_key[cbase + pos] = key[j];
+        cand_s[cbase + pos] = s_reg[j];
       }
       n += __builtin_popcountll(b);
     }
