@@ -354,16 +354,17 @@ TEST(TopkProperties, EveryExpertWinsItsOwnRow) {
 // Nothing past expert E - 1 is read: every logit gap of a row (columns E .. stride - 1, and a
 // whole row past the last one) holds a logit of 100 and the bias buffer goes on past E with
 // 1e30, so an expert E that a kernel reads wins its row (and its id E is out of range).  E
-// one below each split of the warp path's instances (4 w - 1, 8 w - 1, w = warp: a lane's
-// last slot past E, where the dense-row read must not be taken) and of the block path's
-// thread counts, both sides, both pinned paths, fp32 and bf16.  (The plant "dense rows one
+// at and around each split of the warp path's instances (4 w - 1 | 4 w | 4 w + 1, the same
+// at 8 w and 16 w, w = warp: at 4 w - 1 a lane's last slot is past E and the dense-row read
+// must not be taken) and of the block path's thread counts, both pinned paths, fp32 and
+// bf16.  (The plant "dense rows one
 // expert short", reading expert 255 at E = 255, passed every other test.)
 TEST(TopkProperties, NothingPastTheLastExpertIsRead) {
   HY4_REQUIRE_DEVICE();
   const int ws = hy4::rt::warp_size();
   std::vector<int> Es = {1, 31, 33, 63, 65, 127, 129, 255, 257, 511};
   for (int m : {4, 8, 16})
-    for (int d : {-1, 1})
+    for (int d : {-1, 0, 1})
       if (m * ws + d <= TopkPlan::kMaxExperts && std::find(Es.begin(), Es.end(), m * ws + d) == Es.end())
         Es.push_back(m * ws + d);
   for (int E : Es)
