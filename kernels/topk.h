@@ -61,9 +61,9 @@ class TopkPlan {
   // with; sized for wave64 at warp 32 too, half the blocks had no row (H100,
   // topk.warp-grid-by-warp-size: x0.98 at T = 512, x0.99 at 8192 and 32768).
   static constexpr int64_t warp_path_grid(int64_t rows, int warp) {
-    return (rows + kBlockThreads / warp - 1) / (kBlockThreads / warp) < kMaxGrid
-               ? (rows + kBlockThreads / warp - 1) / (kBlockThreads / warp)
-               : kMaxGrid;
+    const int64_t rows_per_block = kBlockThreads / warp;
+    const int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
+    return blocks < kMaxGrid ? blocks : kMaxGrid;
   }
   // Block per row: threads = the power of two >= E, at least 64, at most 512.
   static constexpr int row_block_threads(int64_t experts) { return pow2_threads(experts, 64, 512); }

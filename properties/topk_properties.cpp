@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 
 #include "device_buffer.h"
@@ -58,6 +60,17 @@ namespace {
 //   block per row         threads = power of two >= E (64 .. 512): E = 63..65, 127..129, 255..257,
 //                         511, 512 (the split list); candidates per warp min(k, warp): k = 31 | 32;
 //                         its grid cap kMaxGrid rows (BlockPerRowPastItsGridCap: E = 2, no renormalisation)
+// Es and, for the warp path's instance splits m x warp (m = 4, 8, 16; warp: this run's), each
+// m x warp + d of `offsets` within kMaxExperts that Es lacks.
+std::vector<int> with_instance_splits(std::vector<int> Es, std::initializer_list<int> offsets) {
+  const int ws = hy4::rt::warp_size();
+  for (int m : {4, 8, 16})
+    for (int d : offsets)
+      if (m * ws + d <= TopkPlan::kMaxExperts && std::find(Es.begin(), Es.end(), m * ws + d) == Es.end())
+        Es.push_back(m * ws + d);
+  return Es;
+}
+
 std::vector<int> topk_split_experts() {
   std::vector<int> e = {1, 2, 3};
   for (int j = 1; j <= 16; ++j)
@@ -316,13 +329,7 @@ TEST(TopkProperties, FilterListBothSidesOfOneSlotPerLane) {
 // passed every property and regression test and was caught only by the 30 s fuzz run.)
 TEST(TopkProperties, EveryExpertWinsItsOwnRow) {
   HY4_REQUIRE_DEVICE();
-  const int ws = hy4::rt::warp_size();
-  std::vector<int> Es = {63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 512};
-  for (int m : {4, 8, 16})
-    for (int d : {0, 1})
-      if (m * ws + d <= TopkPlan::kMaxExperts && std::find(Es.begin(), Es.end(), m * ws + d) == Es.end())
-        Es.push_back(m * ws + d);
-  for (int E : Es)
+  for (int E : with_instance_splits({63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 512}, {0, 1}))
     for (int path : {1, 2})
       for (bool bf16 : {false, true}) {
         TopkShape sh;
@@ -361,13 +368,7 @@ TEST(TopkProperties, EveryExpertWinsItsOwnRow) {
 // expert short", reading expert 255 at E = 255, passed every other test.)
 TEST(TopkProperties, NothingPastTheLastExpertIsRead) {
   HY4_REQUIRE_DEVICE();
-  const int ws = hy4::rt::warp_size();
-  std::vector<int> Es = {1, 31, 33, 63, 65, 127, 129, 255, 257, 511};
-  for (int m : {4, 8, 16})
-    for (int d : {-1, 0, 1})
-      if (m * ws + d <= TopkPlan::kMaxExperts && std::find(Es.begin(), Es.end(), m * ws + d) == Es.end())
-        Es.push_back(m * ws + d);
-  for (int E : Es)
+  for (int E : with_instance_splits({1, 31, 33, 63, 65, 127, 129, 255, 257, 511}, {-1, 0, 1}))
     for (int path : {1, 2})
       for (bool bf16 : {false, true}) {
         TopkShape sh;
