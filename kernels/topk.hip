@@ -139,10 +139,41 @@ HY4_DEVICE inline float routed_weight(float s, float scale) {
 
 // Lanes r < k of a warp write rank r of the row from the rank slots [base, base + k):
 // every lane sums the k s values in rank order (the bit model's fp32 additions), then the
-// weight and the id.  Both kernels end a row this way.
-template <class SharedS, class SharedK>
+// weight and the id.  Both kernels end a row this way.  kOneReadBatch (the block path,
+// latency-bound): the slots are read eight at a time into registers (indices clamped, the
+// reads unconditional) with the lane's own slot, so that at k = 8 one round trip to shared
+// memory precedes the adds; the unroll-8 loop below ran only its remainder at k = 8, each
+// read behind the previous add (H100, topk.block-row-sum-one-read-batch: x0.96 / 0.96 /
+// 0.97 at T = 1 / 8 / 64).  The warp path keeps the loop: the eight registers cost
+// topk_kernel<8> and <16> a wave per SIMD on gfx942 and gfx950.
+template <bool kOneReadBatch = false, class SharedS, class SharedK>
 HY4_DEVICE inline void write_ranked_row(SharedS rank_s, SharedK rank_key_of, int base, int k, int lane,
                                         int renormalize, float rsf, float* w_row, int32_t* id_row) {
+  if constexpr (kOneReadBatch) {
+    const int mine = base + (lane < k ? lane : 0);
+    const float my_s = rank_s[mine];
+    const uint64_t my_key = rank_key_of[mine];
+    float v[8];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) v[u] = rank_s[base + (u < k ? u : 0)];
+    float sum = v[0];
+#pragma unroll
+    for (int u = 1; u < 8; ++u)
+      if (u < k) sum = sum + v[u];
+    for (int r0 = 8; r0 < k; r0 += 8) {
+#pragma unroll
+      for (int u = 0; u < 8; ++u) v[u] = rank_s[base + (r0 + u < k ? r0 + u : 0)];
+#pragma unroll
+      for (int u = 0; u < 8; ++u)
+        if (r0 + u < k) sum = sum + v[u];
+    }
+    const float scale = row_scale(sum, renormalize, rsf);
+    if (lane < k) {
+      w_row[lane] = routed_weight(my_s, scale);
+      id_row[lane] = key_id(my_key);
+    }
+    return;
+  }
   float sum = rank_s[base];
   // Unrolled so the shared reads issue ahead of the in-order adds (the adds' order is the
   // bit model's); H200: about 2 % at every T (topk.row-sum-unrolled).
@@ -386,8 +417,9 @@ __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const voi
 //    The k best of the row are among the candidates (a warp's experts beyond its kk best
 //    lose to those kk).
 //  - Candidate i's rank = the candidates with a larger key, counted by P adjacent threads
-//    (P a power of two: nt / candidates) and summed by shuffles; rank < k writes (key,
-//    s_of[id]) to rank slot.
+//    (P a power of two: nt / candidates; each reads its keys in batches of 16, the index
+//    clamped in bounds, so at HY V4's 16 keys a thread one round trip) and summed by
+//    shuffles; rank < k writes (key, s_of[id]) to rank slot.
 //  - Warp 0: lane r < k takes rank r; every lane sums the k s values in rank order (the
 //    bit model's order), lane r writes weight and id r.
 // Bounded by the reads, the exact sigmoid, the warp count and three barriers per row;
@@ -454,11 +486,18 @@ __global__ void HY4_LAUNCH_BOUNDS(512) topk_row_block_kernel(const void* logits,
     uint64_t mine = 0;
     if (i < nc) {
       mine = cand_key[i];
-      // Unrolled so that eight shared reads are in flight (the loop's trip count, nc / parts
-      // = 16 at HY V4, is not known to the compiler): H200 T = 1 3.07 -> 2.96 us, T = 64
-      // 3.32 -> 3.16 (unroll 4 gained nothing).
-#pragma unroll 8
-      for (int j = part; j < nc; j += parts) rank += static_cast<uint64_t>(cand_key[j]) > mine ? 1 : 0;
+      // Batches of 16 reads in flight (the trip count, nc / parts = 16 at HY V4, is not
+      // known to the compiler; a read past nc reads key `part` and is not counted).  H200:
+      // unroll 8 took T = 1 from 3.07 to 2.96 us; H100: batches of 16, one at HY V4, x0.98
+      // (topk.block-candidate-rank-16-in-flight).
+      for (int j0 = part; j0 < nc; j0 += 16 * parts) {
+#pragma unroll
+        for (int u = 0; u < 16; ++u) {
+          const int j = j0 + u * parts;
+          const uint64_t kj = cand_key[j < nc ? j : part];
+          rank += j < nc && kj > mine ? 1 : 0;
+        }
+      }
     }
     for (int m = 1; m < parts; m *= 2) rank += dev::shfl_xor(rank, m);
     if (i < nc && part == 0 && rank < k) {
@@ -466,7 +505,7 @@ __global__ void HY4_LAUNCH_BOUNDS(512) topk_row_block_kernel(const void* logits,
       rank_s[rank] = s_of[key_id(mine)];
     }
     dev::sync_block();
-    if (warp == 0) write_ranked_row(rank_s, rank_key_of, 0, k, lane, renormalize, rsf, w_row, id_row);
+    if (warp == 0) write_ranked_row<true>(rank_s, rank_key_of, 0, k, lane, renormalize, rsf, w_row, id_row);
     dev::sync_block();  // the shared candidates are rewritten by the next row
   }
 }
