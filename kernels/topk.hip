@@ -40,7 +40,7 @@
 // per SIMD to overlap one warp's shuffle chain with others' loads.  (SGPR spills, which
 // the compiler sends to VGPR lanes, not memory, are reported but allowed.)
 // AMD budget: topk_kernel >= 4 waves/SIMD
-// AMD budget: topk_row_block_kernel (8 waves/SIMD now: 54 VGPRs, 10.6 KiB LDS) is latency bound per row
+// AMD budget: topk_row_block_kernel (7 waves/SIMD on gfx942 now, SGPR-bound: 57 VGPRs, 106 SGPRs, 8.4 KiB LDS) is latency bound per row
 // and needs 2 blocks per CU in flight at decode batch sizes.
 // AMD budget: topk_row_block_kernel >= 2 waves/SIMD
 #include <climits>
