@@ -411,7 +411,10 @@ __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const voi
 //    going to the lower lane (the lower id, the larger key), where a bitonic network over
 //    the lanes was 15 dependent 64-bit shuffle steps (21 at wave64).  (Order words in place
 //    of the 64-bit keys: half the shared reads; H100, topk.block-warp-rank-by-order-words:
-//    x0.94 / 0.95 / 0.95 at T = 1 / 8 / 64.)  A key of warp rank r < kk = min(k, ws) is
+//    x0.94 / 0.95 / 0.95 at T = 1 / 8 / 64.  The tie-break as predicates, (w > word) |
+//    (w == word & j < my place), not as (j < my place) added to w: H100,
+//    topk.block-warp-rank-tie-by-predicates, x0.98 - 0.99 in two calls.)  A key of warp
+//    rank r < kk = min(k, ws) is
 //    written to candidate slot r (the ranks are distinct: lanes past E, all word 0, rank by
 //    lane too).
 //    The k best of the row are among the candidates (a warp's experts beyond its kk best
@@ -478,7 +481,10 @@ __global__ void HY4_LAUNCH_BOUNDS(512) topk_row_block_kernel(const void* logits,
     dev::sync_warp();
     int wrank = 0;
 #pragma unroll 8
-    for (int j = 0; j < ws; ++j) wrank += warp_words[warp * ws + j] + (j < my_pos ? 1u : 0u) > word ? 1 : 0;
+    for (int j = 0; j < ws; ++j) {
+      const uint32_t wj = warp_words[warp * ws + j];
+      wrank += (wj > word) | ((wj == word) & (j < my_pos)) ? 1 : 0;
+    }
     if (wrank < kk) cand_key[warp * kk + wrank] = key;
     dev::sync_block();
     const int i = tid >> parts_log2, part = tid & (parts - 1);
