@@ -40,8 +40,10 @@
 //     expert (match_any, CUDA's MATCH.ANY; with two per lane, one ballot per bit of the
 //     expert) give an entry's rank (those before it in j order, as on the other paths)
 //     and the expert's leader (rank 0) its padded size; an entry's segment starts after
-//     the padded sizes of every smaller expert that has entries (a loop over the lanes,
-//     shuffles).  Experts without entries have empty segments, and without a mask an
+//     the padded sizes of every smaller expert that has entries (one entry per lane: a
+//     walk over the lanes, shuffles; two per lane: a bit-serial compare over ballots of
+//     the leaders' expert bits and a sum over ballots of their block counts' bits, H100
+//     T = 8 x0.95, routing.decode-starts-by-bit-ballots-past-one-per-lane).  Experts without entries have empty segments, and without a mask an
 //     expert's local id is the expert, so nothing needs the other E - 64 experts.  (H200, k = 8: T = 1 3.17 -> 2.36
 //     us when each warp found its padding leaders by number instead of walking them all;
 //     T = 8 4.40 -> 4.05 with two entries per lane instead of the block-scan path.)
@@ -393,18 +395,51 @@ HY4_DEVICE inline int32_t decode_entries(const EntryReader& r, const float* weig
   }
   // My experts' segment starts: the padded sizes of the leaders of smaller experts.
   int32_t used = 0;
-  const uint32_t lanes = n < static_cast<uint32_t>(ws) ? n : static_cast<uint32_t>(ws);  // lanes holding entries
-  // Unrolled: eight lanes' shuffles in flight (H200, T = 8: 4.01 -> 3.88 us).
+  if constexpr (P == 1) {  // n <= warpSize: a walk over the lanes holding entries
+    const uint32_t lanes = n < static_cast<uint32_t>(ws) ? n : static_cast<uint32_t>(ws);
+    // Unrolled: eight lanes' shuffles in flight (H200, T = 8: 4.01 -> 3.88 us).
 #pragma unroll 8
-  for (uint32_t L = 0; L < lanes; ++L) {  // warp-uniform
+    for (uint32_t L = 0; L < lanes; ++L) {  // warp-uniform
+      const int32_t y = dev::shfl_idx(lead_x[0], static_cast<int>(L));
+      const int32_t py = dev::shfl_idx(padded[0], static_cast<int>(L));
+      used += py;
+      if (y >= 0 && y < x[0]) start[0] += py;
+    }
+  } else {
+    // Two entries per lane (n > warpSize): bit-serially over ballots instead of that walk
+    // (H100, T = 8: x0.95; at every n the ballots were x1.03 at T = 1, whose eight lanes make
+    // a short walk).  For each leader set q, the leaders whose expert is below mine come
+    // from one ballot per bit of the expert, most significant first (eq: the leaders equal
+    // to mine so far, lt: below), and a masked sum of padded sizes from one ballot per bit
+    // of a padded size in blocks (at most ceil(n / block_size) blocks: one bit at HY V4's
+    // decode, block 64).  An entry with x < 0 gets a meaningless start, never used.
+    const int bs_log2 = dev::lowest_lane(static_cast<uint64_t>(block_size));  // block_size: a power of two
+    const uint32_t units_max = (n + static_cast<uint32_t>(block_size) - 1) >> bs_log2;
 #pragma unroll
     for (int q = 0; q < P; ++q) {
-      const int32_t y = dev::shfl_idx(lead_x[q], static_cast<int>(L));
-      const int32_t py = dev::shfl_idx(padded[q], static_cast<int>(L));
-      used += py;
+      const uint64_t leaders_q = dev::ballot(lead_x[q] >= 0);
+      uint64_t eq[P], lt[P];
 #pragma unroll
-      for (int p = 0; p < P; ++p)
-        if (y >= 0 && y < x[p]) start[p] += py;
+      for (int p = 0; p < P; ++p) {
+        eq[p] = leaders_q;
+        lt[p] = 0;
+      }
+      for (int b = r.bits - 1; b >= 0; --b) {  // warp-uniform
+        const uint64_t on = dev::ballot(((lead_x[q] >> b) & 1) != 0);
+#pragma unroll
+        for (int p = 0; p < P; ++p) {
+          const uint64_t mine_on = ((x[p] >> b) & 1) ? ~uint64_t{0} : uint64_t{0};
+          lt[p] |= eq[p] & ~on & mine_on;
+          eq[p] &= ~(on ^ mine_on);
+        }
+      }
+      const uint32_t units = static_cast<uint32_t>(padded[q]) >> bs_log2;
+      for (int i = 0; (1u << i) <= units_max; ++i) {  // warp-uniform
+        const uint64_t ub = dev::ballot(((units >> i) & 1u) != 0);
+        used += __builtin_popcountll(ub) << (i + bs_log2);
+#pragma unroll
+        for (int p = 0; p < P; ++p) start[p] += __builtin_popcountll(lt[p] & ub) << (i + bs_log2);
+      }
     }
   }
   if (blockIdx.x == 0 && warp == 0) {
