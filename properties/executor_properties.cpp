@@ -5,8 +5,10 @@
 // may race ahead of the others), misaligned vector accesses, blocks
 // in an order other than launch order, launches frozen by value in graphs.
 #include <gtest/gtest.h>
+#include <unistd.h>  // gettid
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -155,6 +157,15 @@ __global__ void dependent_barrier_kernel(const int* src, int* dst) {
   const uint64_t b = hy4::dev::ballot(true);
   if (threadIdx.x % 2 == 1) hy4::dev::wait_prior_grid();
   dst[i] = src[i] + (b != 0 ? 0 : 1000);
+}
+
+// A primary that records the OS thread that ran its blocks (host code: this kernel runs
+// only on the CPU executor), then fills out as primary_fill_kernel does.
+std::atomic<long> g_primary_thread{0};  // a kernel thread id: a new thread gets a new one (std::thread::id values are reused)
+__global__ void primary_thread_kernel(const int* in, int* out) {
+  hy4::dev::launch_dependents();
+  g_primary_thread.store(static_cast<long>(::gettid()));
+  out[blockIdx.x * blockDim.x + threadIdx.x] = in[0];
 }
 
 // Thread 0 of each block sleeps ms milliseconds (host code: this kernel runs only on the
@@ -749,6 +760,34 @@ TEST_P(DependentLaunch, AHeldPrimaryRunsBeforeAnyOtherWorkOnTheStream) {
   out.download(got, s);
   hy4::rt::synchronize(s.get());
   EXPECT_EQ(got, std::vector<int>(kN, 9));
+}
+
+// A held-back primary runs on a helper thread that outlives the run, one for every held
+// primary of the process: its worker keeps its fiber stacks and, under ASan, their fake
+// stacks.  A thread per run freed its stacks at its end but leaked their fake stacks (2.8
+// MiB mapped per fiber; the routing fuzzer, whose sort kernel is a dependent launch,
+// reached libFuzzer's 4 GiB RSS limit after ~500 inputs of a grown corpus).
+TEST_P(DependentLaunch, HeldPrimariesRunOnOneLastingHelperThread) {
+  ScopedStream s;
+  DeviceBuffer<int> in(1), mid(kN), out(kN);
+  const long main_thread = static_cast<long>(::gettid());
+  std::vector<long> ran_on;
+  for (int run = 0; run < 3; ++run) {
+    g_primary_thread.store(0);
+    in.upload(std::vector<int>{20 + run}, s);
+    HY4_LAUNCH_PRIMARY_IF(true, primary_thread_kernel, dim3(kBlocks), dim3(kThreads), s.get(), in.get(), mid.get());
+    HY4_LAUNCH_DEPENDENT_IF(true, dependent_copy_kernel, dim3(kBlocks), dim3(kThreads), s.get(), mid.get(), out.get(),
+                            false, true);
+    std::vector<int> got;
+    out.download(got, s);
+    hy4::rt::synchronize(s.get());
+    ASSERT_EQ(got, std::vector<int>(kN, 20 + run)) << "run " << run;
+    ran_on.push_back(g_primary_thread.load());
+  }
+  EXPECT_NE(ran_on[0], 0) << "the primary never ran";
+  EXPECT_NE(ran_on[0], main_thread) << "the primary was not held back (it ran on the launching thread)";
+  EXPECT_EQ(ran_on[1], ran_on[0]) << "the second held primary ran on a new thread";
+  EXPECT_EQ(ran_on[2], ran_on[0]) << "the third held primary ran on a new thread";
 }
 
 // A held-back primary that never ends: the watchdog names the primary, not the dependent

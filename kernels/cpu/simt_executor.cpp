@@ -406,7 +406,8 @@ Fiber& cur() {
 void yield_to_scheduler(Fiber& f, bool final) {
   Worker& w = W();
 #if defined(HY4_ASAN)
-  // A finished fiber's frames are all released; its fake stack stays with the stack.
+  // A finished fiber's frames are all released; its fake stack stays with the stack (whose
+  // Worker lives as long as the process: see run_held_primary).
   __sanitizer_start_switch_fiber(final ? &f.stack->asan_fake_stack : &f.fake_stack, w.sched_bottom,
                                  w.sched_size);
 #else
@@ -553,25 +554,84 @@ void diagnose_deadlock(Block& b) {
   b.launch->fault(os.str());
 }
 
+
 // Set on a thread that runs a held-back primary launch inside a dependent one: its launch
 // runs every block on this thread (the dependent holds the pool and the launch lock).
+// tl_nested_depth: how many held primaries deep this thread runs (0 outside any).
 thread_local bool tl_nested_launch = false;
+thread_local int tl_nested_depth = 0;
 
-// Runs a held-back primary launch to its end on a helper thread; returns its fault ("" if none).
+// The helper thread that runs held primaries at one nesting depth.  It lives as long as
+// the process, like the pool's workers, so its Worker keeps its fiber stacks and their
+// ASan fake stacks from one run to the next.  (A thread per run unmapped its stacks at
+// its end but leaked their fake stacks, which nothing else frees: the routing fuzzer's
+// dependent launches leaked 2.8 MiB mapped per helper fiber and reached libFuzzer's 4 GiB
+// RSS limit after ~500 inputs.  Freeing each fake stack as its fiber ends made the fuzzer
+// 3x slower.)  One run at a time per depth; a held primary that is itself a dependent
+// launch runs its own prior on the helper one level deeper.
+struct PrimaryHelper {
+  std::mutex run_mu;  // one run at a time
+  std::mutex mu;
+  std::condition_variable cv;
+  std::function<void()>* job = nullptr;  // under mu
+  bool done = false;                     // under mu
+  std::string fault;                     // written by the helper before done
+  explicit PrimaryHelper(int depth) {
+    std::thread([this, depth] {
+      tl_nested_launch = true;
+      tl_nested_depth = depth;
+      for (;;) {
+        std::function<void()>* f = nullptr;
+        {
+          std::unique_lock<std::mutex> lk(mu);
+          cv.wait(lk, [&] { return job != nullptr; });
+          f = job;
+        }
+        std::string what;
+        try {
+          (*f)();
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+          what = "the prior grid threw an unknown exception";
+        }
+        std::lock_guard<std::mutex> lk(mu);
+        fault = std::move(what);
+        job = nullptr;
+        done = true;
+        cv.notify_all();
+      }
+    }).detach();
+  }
+  std::string run(std::function<void()>& prior) {
+    std::lock_guard<std::mutex> serial(run_mu);
+    std::unique_lock<std::mutex> lk(mu);
+    done = false;
+    job = &prior;
+    cv.notify_all();
+    cv.wait(lk, [&] { return done; });
+    return fault;
+  }
+};
+
+// Runs a held-back primary launch to its end on the helper thread of the next nesting
+// depth; returns its fault ("" if none).
 std::string run_held_primary(std::function<void()>& prior) {
-  std::string fault;
-  std::thread helper([&] {
-    tl_nested_launch = true;
-    try {
-      prior();
-    } catch (const std::exception& e) {
-      fault = e.what();
-    } catch (...) {
-      fault = "the prior grid threw an unknown exception";
+  static std::mutex helpers_mu;
+  static std::vector<PrimaryHelper*> helpers;  // by depth - 1; never destroyed (detached threads use them)
+  static pid_t helpers_pid = 0;                // a forked child has none of its parent's threads
+  const int depth = tl_nested_depth + 1;
+  PrimaryHelper* h = nullptr;
+  {
+    std::lock_guard<std::mutex> lk(helpers_mu);
+    if (helpers_pid != getpid()) {
+      helpers.clear();
+      helpers_pid = getpid();
     }
-  });
-  helper.join();
-  return fault;
+    while (static_cast<int>(helpers.size()) < depth) helpers.push_back(new PrimaryHelper(static_cast<int>(helpers.size()) + 1));
+    h = helpers[static_cast<std::size_t>(depth - 1)];
+  }
+  return h->run(prior);
 }
 
 // A dependent launch's prior grid: the first caller runs it, the others wait for its end.
