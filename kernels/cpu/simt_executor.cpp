@@ -554,7 +554,6 @@ void diagnose_deadlock(Block& b) {
   b.launch->fault(os.str());
 }
 
-
 // Set on a thread that runs a held-back primary launch inside a dependent one: its launch
 // runs every block on this thread (the dependent holds the pool and the launch lock).
 // tl_nested_depth: how many held primaries deep this thread runs (0 outside any).
