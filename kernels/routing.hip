@@ -43,9 +43,10 @@
 //     the padded sizes of every smaller expert that has entries (one entry per lane: a
 //     walk over the lanes, shuffles; two per lane: a bit-serial compare over ballots of
 //     the leaders' expert bits and a sum over ballots of their block counts' bits, H100
-//     T = 8 x0.95, routing.decode-starts-by-bit-ballots-past-one-per-lane).  Experts without entries have empty segments, and without a mask an
-//     expert's local id is the expert, so nothing needs the other E - 64 experts.  (H200, k = 8: T = 1 3.17 -> 2.36
-//     us when each warp found its padding leaders by number instead of walking them all;
+//     T = 8 x0.95, routing.decode-starts-by-bit-ballots-past-one-per-lane).  Experts
+//     without entries have empty segments, and without a mask an expert's local id is
+//     the expert, so nothing needs the other E - 64 experts.  (H200, k = 8: T = 1 3.17 ->
+//     2.36 us when each warp found its padding leaders by number instead of walking them all;
 //     T = 8 4.40 -> 4.05 with two entries per lane instead of the block-scan path.)
 //     Block 0's warp 0 writes the entries; the used experts' padding is dealt out to the
 //     grid's warps (warp i % grid warps pads leader number i); the unused tail is shared
@@ -413,8 +414,8 @@ HY4_DEVICE inline int32_t decode_entries(const EntryReader& r, const float* weig
     // to mine so far, lt: below), and a masked sum of padded sizes from one ballot per bit
     // of a padded size in blocks (at most ceil(n / block_size) blocks: one bit at HY V4's
     // decode, block 64).  An entry with x < 0 gets a meaningless start, never used.
-    const int bs_log2 = dev::lowest_lane(static_cast<uint64_t>(block_size));  // block_size: a power of two
-    const uint32_t units_max = (n + static_cast<uint32_t>(block_size) - 1) >> bs_log2;
+    const int bs_log2 = dev::lowest_lane(static_cast<uint64_t>(block_size));  // slots = blocks << bs_log2
+    const uint32_t units_max = static_cast<uint32_t>(whole_blocks(padded_size(static_cast<int32_t>(n), block_size), block_size));
 #pragma unroll
     for (int q = 0; q < P; ++q) {
       const uint64_t leaders_q = dev::ballot(lead_x[q] >= 0);
@@ -433,7 +434,7 @@ HY4_DEVICE inline int32_t decode_entries(const EntryReader& r, const float* weig
           eq[p] &= ~(on ^ mine_on);
         }
       }
-      const uint32_t units = static_cast<uint32_t>(padded[q]) >> bs_log2;
+      const uint32_t units = static_cast<uint32_t>(whole_blocks(padded[q], block_size));
       for (int i = 0; (1u << i) <= units_max; ++i) {  // warp-uniform
         const uint64_t ub = dev::ballot(((units >> i) & 1u) != 0);
         used += __builtin_popcountll(ub) << (i + bs_log2);

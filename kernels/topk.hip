@@ -414,9 +414,8 @@ __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const voi
 //    x0.94 / 0.95 / 0.95 at T = 1 / 8 / 64.  The tie-break as predicates, (w > word) |
 //    (w == word & j < my place), not as (j < my place) added to w: H100,
 //    topk.block-warp-rank-tie-by-predicates, x0.98 - 0.99 in two calls.)  A key of warp
-//    rank r < kk = min(k, ws) is
-//    written to candidate slot r (the ranks are distinct: lanes past E, all word 0, rank by
-//    lane too).
+//    rank r < kk = min(k, ws) is written to candidate slot r (the ranks are distinct:
+//    lanes past E, all word 0, rank by lane too).
 //    The k best of the row are among the candidates (a warp's experts beyond its kk best
 //    lose to those kk).
 //  - Candidate i's rank = the candidates with a larger key, counted by P adjacent threads
