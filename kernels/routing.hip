@@ -398,13 +398,20 @@ HY4_DEVICE inline int32_t decode_entries(const EntryReader& r, const float* weig
   int32_t used = 0;
   if constexpr (P == 1) {  // n <= warpSize: a walk over the lanes holding entries
     const uint32_t lanes = n < static_cast<uint32_t>(ws) ? n : static_cast<uint32_t>(ws);
-    // Unrolled: eight lanes' shuffles in flight (H200, T = 8: 4.01 -> 3.88 us).
-#pragma unroll 8
-    for (uint32_t L = 0; L < lanes; ++L) {  // warp-uniform
-      const int32_t y = dev::shfl_idx(lead_x[0], static_cast<int>(L));
-      const int32_t py = dev::shfl_idx(padded[0], static_cast<int>(L));
-      used += py;
-      if (y >= 0 && y < x[0]) start[0] += py;
+    // Eight lanes' shuffles in flight per step (H200, T = 8: 4.01 -> 3.88 us, when unrolled
+    // by eight), by a fixed inner count: clang does not unroll a run-time count whose body
+    // has shuffles (they are convergent), so AMD ran the walk a lane at a time.  A step reads
+    // lanes L0 .. L0 + 7, all below ws (L0 < lanes <= ws; L0 and ws are multiples of 8);
+    // lanes past n hold no leader (lead_x -1, padded 0) and add nothing.
+    for (uint32_t L0 = 0; L0 < lanes; L0 += 8) {  // warp-uniform
+#pragma unroll
+      for (int u = 0; u < 8; ++u) {
+        const int L = static_cast<int>(L0) + u;
+        const int32_t y = dev::shfl_idx(lead_x[0], L);
+        const int32_t py = dev::shfl_idx(padded[0], L);
+        used += py;
+        if (y >= 0 && y < x[0]) start[0] += py;
+      }
     }
   } else {
     // Two entries per lane (n > warpSize): bit-serially over ballots instead of that walk
