@@ -373,11 +373,10 @@ __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const voi
 #pragma unroll 1
     for (int r = 0; r < k; ++r) {
       uint64_t best = key[0];
-      // (The CPU build warns that it cannot unroll this loop: there the warp size is a run-time
-      // value.  A compile-time count with a guard, for (b = 5 .. 0) if ((1 << b) < ws), made
-      // the CUDA warp path x1.38 - 1.87 slower at T >= 512 on an H100: docs/MEASUREMENTS.md,
-      // twenty-second session, call 5.)
-#pragma unroll
+      // (A compile-time count with a guard, for (b = 5 .. 0) if ((1 << b) < ws), which clang
+      // can unroll on the CPU too, made the CUDA warp path x1.38 - 1.87 slower at T >= 512 on
+      // an H100: docs/MEASUREMENTS.md, twenty-second session, call 5.)
+      HY4_UNROLL_OVER_WARP
       for (int m = ws / 2; m > 0; m /= 2) best = max_key(best, dev::shfl_xor(best, m));
       const int best_id = key_id(best);
       const int owner = best_id % ws;

@@ -12,6 +12,8 @@
 //   HY4_SHARED_UPTO(T, name, N, n)  the same, N elements on a GPU, of which the kernel
 //                               uses n <= N (CPU: exactly n, so index n is out of bounds)
 //   HY4_LAUNCH_BOUNDS(threads)  __launch_bounds__ on GPUs
+//   HY4_UNROLL_OVER_WARP        #pragma unroll for a loop over shuffle strides (GPUs; the CPU's
+//                               warp size is a run-time value, so nothing there)
 //   HY4_LAUNCH_BOUNDS_ONE_BLOCK(threads)  the same for a kernel whose grid puts one block on
 //                               an SM: CUDA __launch_bounds__(threads, 1), so ptxas may give
 //                               a thread 65536 / threads registers (with threads alone it
@@ -72,6 +74,16 @@
 #define HY4_LAUNCH_BOUNDS_ONE_BLOCK(threads) __launch_bounds__(threads, 1)
 #else
 #define HY4_LAUNCH_BOUNDS_ONE_BLOCK(threads) __launch_bounds__(threads)
+#endif
+
+// `#pragma unroll` for a loop whose trip count follows from the warp size (shuffle strides
+// ws / 2 .. 1): a GPU compiler knows the warp size and unrolls it; the CPU executor's warp
+// size is a run-time value (32 or 64), so there the pragma could only warn "loop not
+// unrolled" and is left out.
+#if defined(HY4_BACKEND_CPU)
+#define HY4_UNROLL_OVER_WARP
+#else
+#define HY4_UNROLL_OVER_WARP _Pragma("unroll")
 #endif
 
 #if defined(HY4_BACKEND_CPU)
