@@ -764,9 +764,10 @@ TEST_P(DependentLaunch, AHeldPrimaryRunsBeforeAnyOtherWorkOnTheStream) {
 
 // A held-back primary runs on a helper thread that outlives the run (one per nesting
 // depth, shared by every held primary of the process): its worker keeps its fiber stacks
-// and, under ASan, their fake stacks.  A thread per run freed its stacks at its end but leaked their fake stacks (2.8
-// MiB mapped per fiber; the routing fuzzer, whose sort kernel is a dependent launch,
-// reached libFuzzer's 4 GiB RSS limit after ~500 inputs of a grown corpus).
+// and, under ASan, their fake stacks.  A thread per run freed its stacks at its end but
+// leaked their fake stacks (2.8 MiB mapped per fiber; the routing fuzzer, whose sort kernel
+// is a dependent launch, reached libFuzzer's 4 GiB RSS limit after ~500 inputs of a grown
+// corpus).
 TEST_P(DependentLaunch, HeldPrimariesRunOnOneLastingHelperThread) {
   ScopedStream s;
   DeviceBuffer<int> in(1), mid(kN), out(kN);

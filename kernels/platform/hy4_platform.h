@@ -12,12 +12,12 @@
 //   HY4_SHARED_UPTO(T, name, N, n)  the same, N elements on a GPU, of which the kernel
 //                               uses n <= N (CPU: exactly n, so index n is out of bounds)
 //   HY4_LAUNCH_BOUNDS(threads)  __launch_bounds__ on GPUs
-//   HY4_UNROLL_OVER_WARP        #pragma unroll for a loop over shuffle strides (GPUs; the CPU's
-//                               warp size is a run-time value, so nothing there)
 //   HY4_LAUNCH_BOUNDS_ONE_BLOCK(threads)  the same for a kernel whose grid puts one block on
 //                               an SM: CUDA __launch_bounds__(threads, 1), so ptxas may give
 //                               a thread 65536 / threads registers (with threads alone it
 //                               may stop at 64 and spill); HIP and the CPU as above
+//   HY4_UNROLL_OVER_WARP        #pragma unroll for a loop over shuffle strides (GPUs; the CPU's
+//                               warp size is a run-time value, so nothing there)
 //   hy4::dev::sync_block()      __syncthreads
 //   hy4::dev::sync_warp()       __syncwarp (shared-memory writes of the warp seen by all its lanes)
 //   hy4::dev::shfl_xor/down/idx, ballot, any, all, lane_id, warp_size
