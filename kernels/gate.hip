@@ -33,7 +33,10 @@ namespace {
 // gate_sigmoid_table() (made with the same sigmoid_f32, so the same bits), then the
 // product, one IEEE rounding.  The arithmetic sigmoid (exp_f32, ~40 dependent flops
 // per element, 8 per thread) was a serial chain that set the kernel's time at small T
-// and its throughput at large T.
+// and its throughput at large T.  A branch-free fmaf sequence (no division, no branch;
+// bf16-exact against sigmoid_f32 over all 65536 inputs) was slower too: H200, x1.05 / 1.10
+// at T = 1 / 512 and x1.5 from 4096 on - about 40 instructions per element make the kernel
+// issue-bound (docs/MEASUREMENTS.md, twenty-third session; local branch cand-gate-arith).
 HY4_DEVICE inline uint16_t gate_one(uint16_t a, uint16_t g, const uint16_t* table) {
   return bf16_from_f32(bf16_to_f32(a) * bf16_to_f32(table[g]));
 }
