@@ -35,8 +35,9 @@ namespace {
 // per element, 8 per thread) was a serial chain that set the kernel's time at small T
 // and its throughput at large T.  A branch-free fmaf sequence (no division, no branch;
 // bf16-exact against sigmoid_f32 over all 65536 inputs) was slower too: H200, x1.05 / 1.10
-// at T = 1 / 512 and x1.5 from 4096 on - about 40 instructions per element make the kernel
-// issue-bound (docs/MEASUREMENTS.md, twenty-third session; local branch cand-gate-arith).
+// at T = 1 / 512 and x1.4 - 1.6 from 4096 on - about 40 instructions per element make the
+// kernel issue-bound (docs/MEASUREMENTS.md, twenty-third session; the version that computes
+// s below 4096 rows only: docs/candidates/gate-computed-s.patch).
 HY4_DEVICE inline uint16_t gate_one(uint16_t a, uint16_t g, const uint16_t* table) {
   return bf16_from_f32(bf16_to_f32(a) * bf16_to_f32(table[g]));
 }

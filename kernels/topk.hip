@@ -369,7 +369,8 @@ __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const voi
     float my_s = 0.0f;
     // Kept rolled: NVVM unrolled these rounds by four (85 butterfly shuffles in the PTX
     // instead of 25), code the bench's rows never run, and the rolled loop is x0.98 / 0.95
-    // at T = 8192 / 32768, x1.01 at 4096 (H100, one call: topk.warp-fallback-rounds-not-unrolled).
+    // at T = 8192 / 32768, x1.01 at 4096 (H100: topk.warp-fallback-rounds-not-unrolled); the
+    // H200 agreed (x0.98 / 0.96, x1.03 at 4096: docs/MEASUREMENTS.md, twenty-third session).
 #pragma unroll 1
     for (int r = 0; r < k; ++r) {
       uint64_t best = key[0];
