@@ -223,9 +223,14 @@ HY4_DEVICE void count_run(const EntryReader& r, uint32_t a, uint32_t b, Shared h
 // read (ids, and weights when given: kept in *first for the ranking) before the rows of the
 // warps with entries are zeroed, so the reads fly across the zeroing and its barrier; then
 // each warp's run counted into its row.  Returns the warps with entries (the rows in use).
-template <class Shared>
+// after_reads() runs right after the first batch's reads are issued.
+struct NothingAfterReads {
+  HY4_DEVICE void operator()() const {}
+};
+template <class Shared, class AfterReads = NothingAfterReads>
 HY4_DEVICE int count_block(const EntryReader& r, uint32_t r0, uint32_t r1, Shared hist, uint32_t& a, uint32_t& b,
-                           const float* weights = nullptr, int64_t weights_stride = 0, EntryBatch* first = nullptr) {
+                           const float* weights = nullptr, int64_t weights_stride = 0, EntryBatch* first = nullptr,
+                           AfterReads after_reads = AfterReads()) {
   const int nt = static_cast<int>(blockDim.x), tid = static_cast<int>(threadIdx.x);
   const int ws = dev::warp_size(), warp = tid / ws;
   const int active = warp_run(r0, r1, nt / ws, warp, ws, a, b);
@@ -233,6 +238,7 @@ HY4_DEVICE int count_block(const EntryReader& r, uint32_t r0, uint32_t r1, Share
   EntryBatch& batch = first != nullptr ? *first : own;
   EntryCursor at(a + static_cast<uint32_t>(dev::lane_id()), r.k, static_cast<uint32_t>(ws));
   batch.read(r, weights, weights_stride, a, b, at);
+  after_reads();  // work that needs none of them (the one-kernel prefill), under their latency
   for (int i = tid; i < active * r.experts; i += nt) hist[i] = 0;
   dev::sync_block();
   count_run(r, a, b, hist, warp * r.experts, batch, at);
@@ -264,7 +270,6 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
 // Per-block shares of the sort kernel's work, made on the host (no 64-bit divisions on the
 // device): block b owns part b of each range (part_of).
 struct SortShares {
-  int32_t entries;  // one kernel: entries j it writes (every block ranks all of them)
   int32_t experts;  // experts whose padding and expert_of_block entries it writes
   int32_t slots;    // slots of [0, max_padded) whose unused tail it writes
   int32_t blocks;   // entries of expert_of_block whose unused tail it writes
@@ -331,6 +336,32 @@ HY4_DEVICE inline void write_unused_tail(int c, int tid, int nt, int32_t used, i
   }
 }
 
+// Part i of the slots [0, max_padded) and of expert_of_block [0, num_blocks), written as if
+// nothing were used (slots (pad_id, +0), blocks -1), lanes (or threads: nt, id) striding.
+// The one-kernel paths do it first thing: the values do not depend on the ranking, so the
+// writes issue under the id reads' latency, and the part's owner later writes the entries
+// and the used blocks that fall in it over them, after a barrier (the same threads' order).
+HY4_DEVICE inline void prefill_part(int i, int nt, int id, int32_t pad_id, SortShares share, int32_t max_padded,
+                                    int32_t num_blocks, int32_t* sorted_ids, float* sorted_weights,
+                                    int32_t* expert_of_block, uint32_t& p0, uint32_t& p1, uint32_t& q0, uint32_t& q1) {
+  part_of(static_cast<uint32_t>(max_padded), static_cast<uint32_t>(share.slots), i, p0, p1);
+  part_of(static_cast<uint32_t>(num_blocks), static_cast<uint32_t>(share.blocks), i, q0, q1);
+  for (uint32_t p = p0 + static_cast<uint32_t>(id); p < p1; p += static_cast<uint32_t>(nt)) {
+    sorted_ids[p] = pad_id;
+    sorted_weights[p] = 0.0f;
+  }
+  for (uint32_t q = q0 + static_cast<uint32_t>(id); q < q1; q += static_cast<uint32_t>(nt)) expert_of_block[q] = -1;
+}
+
+// The used blocks [first, last) of a segment (slots, multiples of block_size) that fall in
+// [q0, q1) get the expert's local id.
+HY4_DEVICE inline void write_segment_blocks(int32_t first, int32_t last, int32_t local, int block_size, uint32_t q0,
+                                            uint32_t q1, int32_t* expert_of_block) {
+  const int32_t b0 = whole_blocks(first, block_size), b1 = whole_blocks(last, block_size);
+  for (int32_t q = b0 > static_cast<int32_t>(q0) ? b0 : static_cast<int32_t>(q0); q < b1 && q < static_cast<int32_t>(q1); ++q)
+    expert_of_block[q] = local;
+}
+
 // The decode path's ranking (RoutingPlan::decode_path: n = T*k <= 64 entries, no mask),
 // done by each calling warp alone: lane l holds entries j = l + p warpSize, p < P (P = 1
 // while n <= warpSize, else 2).  Block 0's warp 0 writes the entries; the used experts'
@@ -344,13 +375,16 @@ HY4_DEVICE inline void write_unused_tail(int c, int tid, int nt, int32_t used, i
 //  - Its segment starts after the padded sizes of every smaller expert's leader (a loop
 //    over the lanes that hold entries, shuffles).
 template <int P>
-HY4_DEVICE inline int32_t decode_entries(const EntryReader& r, const float* weights, int64_t weights_stride, uint32_t n,
-                                         int block_size, int32_t pad_id, int32_t* sorted_ids, float* sorted_weights,
-                                         int32_t* expert_of_block) {
+HY4_DEVICE inline void decode_entries(const EntryReader& r, const float* weights, int64_t weights_stride, uint32_t n,
+                                      int block_size, int32_t pad_id, SortShares share, int32_t max_padded,
+                                      int32_t num_blocks, int64_t real, int32_t* sorted_ids, float* sorted_weights,
+                                      int32_t* expert_of_block, int32_t* counts) {
   const int ws = dev::warp_size(), lane = dev::lane_id();
   const int warps = static_cast<int>(blockDim.x) / ws, warp = static_cast<int>(threadIdx.x) / ws;
+  const int gw = static_cast<int>(blockIdx.x) * warps + warp;  // this warp's number in the grid
   const uint64_t below = (uint64_t{1} << lane) - 1;  // lane < 64
   uint32_t t[P], s[P];
+  int32_t id[P];
   int x[P];
   float wt[P];
 #pragma unroll
@@ -358,10 +392,15 @@ HY4_DEVICE inline int32_t decode_entries(const EntryReader& r, const float* weig
     const uint32_t j = static_cast<uint32_t>(p * ws + lane);
     t[p] = j / r.k;
     s[p] = j - t[p] * r.k;
-    const int32_t id = r.raw_id(j, t[p], s[p], n);
+    id[p] = r.raw_id(j, t[p], s[p], n);
     wt[p] = j < n ? weights[static_cast<int64_t>(t[p]) * weights_stride + s[p]] : 0.0f;
-    x[p] = r.expert_of(j, id);
   }
+  // The warp's part of the slots and blocks, as if unused, while the reads are in flight.
+  uint32_t p0, p1, q0, q1;
+  prefill_part(gw, ws, lane, pad_id, share, max_padded, num_blocks, sorted_ids, sorted_weights, expert_of_block, p0,
+               p1, q0, q1);
+#pragma unroll
+  for (int p = 0; p < P; ++p) x[p] = r.expert_of(static_cast<uint32_t>(p * ws + lane), id[p]);
   uint64_t same[P][P];
   if constexpr (P == 1) {
     same[0][0] = dev::match_any(static_cast<uint32_t>(x[0] + 1), r.bits);  // few entries: MATCH.ANY on CUDA
@@ -451,40 +490,23 @@ HY4_DEVICE inline int32_t decode_entries(const EntryReader& r, const float* weig
       }
     }
   }
-  if (blockIdx.x == 0 && warp == 0) {
+  // Over the prefill (the same lanes' earlier writes, ordered by the warp barrier): the
+  // entries and the used blocks that fall in this warp's part.  Every warp holds every
+  // entry and every leader, so each slot and block is written by its part's warp alone.
+  dev::sync_warp();
 #pragma unroll
-    for (int p = 0; p < P; ++p)
-      if (x[p] >= 0) {
-        const int32_t pos = start[p] + rank[p];
-        sorted_ids[pos] = static_cast<int32_t>((s[p] << 24) | t[p]);
-        sorted_weights[pos] = wt[p];
-      }
-  }
-  // Expert number i (in leader order: group, then lane) is padded by the grid's warp
-  // i % (grid warps): each warp finds its leaders by their numbers (a ballot per group),
-  // instead of walking every leader (with 64 entries that walk was ~2000 instructions per
-  // warp, the kernel's tail).
-  const int gw = static_cast<int>(blockIdx.x) * warps + warp, grid_warps = static_cast<int>(gridDim.x) * warps;
-  int lead_no[P], leaders = 0;
-#pragma unroll
-  for (int q = 0; q < P; ++q) {
-    const uint64_t lq = dev::ballot(lead_x[q] >= 0);
-    lead_no[q] = lead_x[q] >= 0 ? leaders + __builtin_popcountll(lq & below) : -1;
-    leaders += __builtin_popcountll(lq);
-  }
-  for (int i = gw; i < leaders; i += grid_warps) {  // warp-uniform
-#pragma unroll
-    for (int q = 0; q < P; ++q) {
-      const uint64_t hit = dev::ballot(lead_no[q] == i);
-      if (hit != 0) {  // warp-uniform
-        const int L = dev::lowest_lane(hit);
-        const int32_t lx = dev::shfl_idx(x[q], L), lstart = dev::shfl_idx(start[q], L);
-        const int32_t lcnt = dev::shfl_idx(cnt[q], L), lpad = dev::shfl_idx(padded[q], L);
-        pad_segment(lstart, lcnt, lstart + lpad, lx, block_size, pad_id, sorted_ids, sorted_weights, expert_of_block);
-      }
+  for (int p = 0; p < P; ++p) {
+    const int32_t pos = start[p] + rank[p];
+    if (x[p] >= 0 && pos >= static_cast<int32_t>(p0) && pos < static_cast<int32_t>(p1)) {
+      sorted_ids[pos] = static_cast<int32_t>((s[p] << 24) | t[p]);
+      sorted_weights[pos] = wt[p];
     }
+    if (lead_x[p] >= 0) write_segment_blocks(start[p], start[p] + padded[p], x[p], block_size, q0, q1, expert_of_block);
   }
-  return used;
+  if (gw == 0 && lane == 0) {
+    counts[0] = used;
+    counts[1] = static_cast<int32_t>(real);
+  }
 }
 
 // The decode path (RoutingPlan::decode_path): the ranking by each warp alone, then the
@@ -500,13 +522,12 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
   const EntryReader r{ids, ids_stride, static_cast<uint32_t>(k), experts, nullptr, static_cast<uint32_t>(real * k), bits};
   const int32_t pad_id = (k << 24) | static_cast<int32_t>(rows);
   const uint32_t n = static_cast<uint32_t>(rows * k);
-  const int32_t used =
-      n <= static_cast<uint32_t>(dev::warp_size())
-          ? decode_entries<1>(r, weights, weights_stride, n, block_size, pad_id, sorted_ids, sorted_weights, expert_of_block)
-          : decode_entries<2>(r, weights, weights_stride, n, block_size, pad_id, sorted_ids, sorted_weights, expert_of_block);
-  write_unused_tail(static_cast<int>(blockIdx.x), static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), used,
-                    pad_id, block_size, share, max_padded, num_blocks, real, sorted_ids, sorted_weights, expert_of_block,
-                    counts);
+  if (n <= static_cast<uint32_t>(dev::warp_size()))
+    decode_entries<1>(r, weights, weights_stride, n, block_size, pad_id, share, max_padded, num_blocks, real, sorted_ids,
+                      sorted_weights, expert_of_block, counts);
+  else
+    decode_entries<2>(r, weights, weights_stride, n, block_size, pad_id, share, max_padded, num_blocks, real, sorted_ids,
+                      sorted_weights, expert_of_block, counts);
   if (moe_out) zero_moe_rows(moe_out, moe_stride, rows, hidden);
 }
 
@@ -539,7 +560,17 @@ __global__ void HY4_LAUNCH_BOUNDS_ONE_BLOCK(RoutingPlan::kMaxThreads)
   uint32_t r0 = 0, r1 = n, a, b;  // the entries this block ranks
   if (!one_kernel) part_of(n, static_cast<uint64_t>(chunk_tokens * k), c, r0, r1);
   EntryBatch first;  // the warp's first batch, read once for the count and the ranking
-  const int active = count_block(r, r0, r1, hist, a, b, weights, weights_stride, &first);  // warps with entries: the rows used
+  // One kernel: this block's part of the slots and blocks, as if unused, under the reads'
+  // latency; the block writes the entries and used blocks in its part over them (below,
+  // after the barriers), so no slot is written by two blocks.
+  const int32_t pad_id = (k << 24) | static_cast<int32_t>(rows);
+  uint32_t p0 = 0, p1 = 0, q0 = 0, q1 = 0;
+  auto prefill = [&]() {
+    if (one_kernel)
+      prefill_part(c, nt, tid, pad_id, share, max_padded, num_blocks, sorted_ids, sorted_weights, expert_of_block, p0,
+                   p1, q0, q1);
+  };
+  const int active = count_block(r, r0, r1, hist, a, b, weights, weights_stride, &first, prefill);  // warps with entries: the rows used
 
   // Two kernels: the count kernel's count[c][e] is read below.  Everything above (this
   // block's own count) overlapped the count kernel; every thread waits, one kernel or two.
@@ -580,9 +611,7 @@ __global__ void HY4_LAUNCH_BOUNDS_ONE_BLOCK(RoutingPlan::kMaxThreads)
   dev::sync_block();
   const int32_t used = seg_end[nt - 1];
 
-  // Rank and write the entries (one kernel: those of this block's share of j).
-  uint32_t w0 = r0, w1 = r1;
-  if (one_kernel) part_of(n, static_cast<uint32_t>(share.entries), c, w0, w1);
+  // Rank and write the entries (one kernel: those whose slot is in this block's part).
   const uint64_t below = (uint64_t{1} << lane) - 1;  // lane < 64
   const int row = warp * experts;
   EntryCursor at(a + lane, r.k, static_cast<uint32_t>(ws));
@@ -605,8 +634,8 @@ __global__ void HY4_LAUNCH_BOUNDS_ONE_BLOCK(RoutingPlan::kMaxThreads)
       start = dev::shfl_idx(start, leader);
       if (x >= 0) {
         if (lane == leader) hist[row + x] = start + __builtin_popcountll(m);
-        if (j >= w0 && j < w1) {
-          const int32_t pos = seg_base[x] + start + __builtin_popcountll(m & below);
+        const int32_t pos = seg_base[x] + start + __builtin_popcountll(m & below);
+        if (!one_kernel || (pos >= static_cast<int32_t>(p0) && pos < static_cast<int32_t>(p1))) {
           sorted_ids[pos] = static_cast<int32_t>(((batch.ts[u] & 31u) << 24) | (batch.ts[u] >> 5));
           sorted_weights[pos] = batch.wt[u];
         }
@@ -615,9 +644,18 @@ __global__ void HY4_LAUNCH_BOUNDS_ONE_BLOCK(RoutingPlan::kMaxThreads)
     }
   }
 
-  // This block's share of the padding: a warp per expert of its share of the experts
-  // (lanes stride the expert's padding and blocks), then its share of the unused tail.
-  const int32_t pad_id = (k << 24) | static_cast<int32_t>(rows);
+  if (one_kernel) {  // the padding was prefilled: expert e's used blocks in this block's part
+    if (e < experts && padded > 0)
+      write_segment_blocks(end - padded, end, static_cast<int32_t>(both & 0xFFFF) - 1, block_size, q0, q1, expert_of_block);
+    if (c == 0 && tid == 0) {
+      counts[0] = used;
+      counts[1] = static_cast<int32_t>(real);
+    }
+    if (moe_out) zero_moe_rows(moe_out, moe_stride, rows, hidden);
+    return;
+  }
+  // Two kernels: this block's share of the padding, a warp per expert of its share of the
+  // experts (lanes stride the expert's padding and blocks), then its share of the unused tail.
   uint32_t e0, e1;
   part_of(static_cast<uint32_t>(experts), static_cast<uint32_t>(share.experts), c, e0, e1);
   for (int x = static_cast<int>(e0) + warp; x < static_cast<int>(e1); x += warps) {
@@ -627,7 +665,6 @@ __global__ void HY4_LAUNCH_BOUNDS_ONE_BLOCK(RoutingPlan::kMaxThreads)
   }
   write_unused_tail(c, tid, nt, used, pad_id, block_size, share, max_padded, num_blocks, real, sorted_ids,
                     sorted_weights, expert_of_block, counts);
-  if (one_kernel && moe_out) zero_moe_rows(moe_out, moe_stride, rows, hidden);
 }
 
 // Bits of expert + 1 for match_any (ids -1 .. E - 1 map to 0 .. E).
@@ -657,12 +694,16 @@ void RoutingPlan::launch(hy4::rt::Stream stream) const {
   const int G = decode ? decode_blocks(T, k, E, a.block_size) : sort_blocks(T, k, E, a.block_size);
   const int64_t mp = max_padded(T, k, E, a.block_size), nb = num_blocks(T, k, E, a.block_size);
   auto per = [G](int64_t total) { return static_cast<int32_t>(std::max<int64_t>(1, (total + G - 1) / G)); };
-  const SortShares share{per(T * k), per(E), per(mp), per(nb)};
+  const SortShares share{per(E), per(mp), per(nb)};
   if (decode) {
+    // The decode kernel's parts of the slots and blocks are per grid warp (decode_entries).
+    const int64_t gw = int64_t{G} * (decode_threads(T, k, E) / hy4::rt::warp_size());
+    auto per_warp = [gw](int64_t total) { return static_cast<int32_t>(std::max<int64_t>(1, (total + gw - 1) / gw)); };
+    const SortShares warp_share{0, per_warp(mp), per_warp(nb)};
     HY4_LAUNCH(routing_decode_kernel, dim3(static_cast<unsigned>(G)), dim3(static_cast<unsigned>(decode_threads(T, k, E))),
                stream,
                static_cast<const int32_t*>(a.ids.data), a.ids.row_stride, static_cast<const float*>(a.weights.data),
-               a.weights.row_stride, T, k, E, a.num_rows, id_bits(E), a.block_size, share, a.sorted_ids,
+               a.weights.row_stride, T, k, E, a.num_rows, id_bits(E), a.block_size, warp_share, a.sorted_ids,
                a.sorted_weights, a.expert_of_block, a.counts, static_cast<int32_t>(mp), static_cast<int32_t>(nb), moe,
                a.moe_out.row_stride, hidden);
     return;
