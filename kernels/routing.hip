@@ -531,12 +531,16 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
   if (moe_out) zero_moe_rows(moe_out, moe_stride, rows, hidden);
 }
 
-// counts_ce == nullptr: the one-kernel path (every block ranks all entries, writes the
-// entries of its share of j).  Otherwise block c ranks and writes chunk c (the blocks
-// past the chunks have no entries: they only write padding).
+// kOneKernel (counts_ce == nullptr): the one-kernel path (every block ranks all entries,
+// prefills its part of the slots and blocks and writes the entries and used blocks that
+// fall in it).  Otherwise block c ranks and writes chunk c (the blocks past the chunks have
+// no entries: they only write padding), then its share of the padding.  Two instances, so
+// that the two-kernel one carries none of the one-kernel code (in one kernel with a run-time
+// flag the two-kernel path was x1.01 - 1.02 slower at T >= 512, H200).
 // Its grid has at most 128 blocks, one per SM of an H100 / H200, so on CUDA it asks for the
 // registers of one block per SM (HY4_LAUNCH_BOUNDS_ONE_BLOCK): ptxas gives 112 instead of
 // 77, no spill (tools/hy4_cuda_budget.py); H100: x0.99 from T = 4096 on, never slower.
+template <bool kOneKernel>
 __global__ void HY4_LAUNCH_BOUNDS_ONE_BLOCK(RoutingPlan::kMaxThreads)
     routing_sort_kernel(const int32_t* ids, int64_t ids_stride, const float* weights, int64_t weights_stride,
                         int64_t rows, int k, int experts, const int32_t* mask, const int32_t* num_rows,
@@ -554,7 +558,7 @@ __global__ void HY4_LAUNCH_BOUNDS_ONE_BLOCK(RoutingPlan::kMaxThreads)
   HY4_SHARED_UPTO(uint64_t, warp_total, RoutingPlan::kMaxWarps, warps);
   const int64_t real = device_row_count(num_rows, rows);
   const EntryReader r{ids, ids_stride, static_cast<uint32_t>(k), experts, mask, static_cast<uint32_t>(real * k), bits};
-  const bool one_kernel = counts_ce == nullptr;
+  constexpr bool one_kernel = kOneKernel;
   const int c = static_cast<int>(blockIdx.x);
   const uint32_t n = static_cast<uint32_t>(rows * k);
   uint32_t r0 = 0, r1 = n, a, b;  // the entries this block ranks
@@ -566,7 +570,7 @@ __global__ void HY4_LAUNCH_BOUNDS_ONE_BLOCK(RoutingPlan::kMaxThreads)
   const int32_t pad_id = (k << 24) | static_cast<int32_t>(rows);
   uint32_t p0 = 0, p1 = 0, q0 = 0, q1 = 0;
   auto prefill = [&]() {
-    if (one_kernel)
+    if constexpr (one_kernel)
       prefill_part(c, nt, tid, pad_id, share, max_padded, num_blocks, sorted_ids, sorted_weights, expert_of_block, p0,
                    p1, q0, q1);
   };
@@ -585,7 +589,7 @@ __global__ void HY4_LAUNCH_BOUNDS_ONE_BLOCK(RoutingPlan::kMaxThreads)
       hist[w * experts + e] = acc;
       acc += v;
     }
-    if (one_kernel) {
+    if constexpr (one_kernel) {
       total = acc;
     } else {
       int32_t v[RoutingPlan::kMaxChunks];  // every count read in flight at once (the large-T bound)
@@ -644,7 +648,7 @@ __global__ void HY4_LAUNCH_BOUNDS_ONE_BLOCK(RoutingPlan::kMaxThreads)
     }
   }
 
-  if (one_kernel) {  // the padding was prefilled: expert e's used blocks in this block's part
+  if constexpr (one_kernel) {  // the padding was prefilled: expert e's used blocks in this block's part
     if (e < experts && padded > 0)
       write_segment_blocks(end - padded, end, static_cast<int32_t>(both & 0xFFFF) - 1, block_size, q0, q1, expert_of_block);
     if (c == 0 && tid == 0) {
@@ -709,14 +713,18 @@ void RoutingPlan::launch(hy4::rt::Stream stream) const {
     return;
   }
   // Two kernels: the sort kernel may start while the count kernel runs (see the design note).
-  HY4_LAUNCH_DEPENDENT_IF(!one, routing_sort_kernel, dim3(static_cast<unsigned>(G)), block, stream,
-                          static_cast<const int32_t*>(a.ids.data), a.ids.row_stride,
-                          static_cast<const float*>(a.weights.data), a.weights.row_stride, T, k, E, a.expert_mask,
-                          a.num_rows, ct, id_bits(E),
-                          one ? static_cast<const int32_t*>(nullptr) : static_cast<const int32_t*>(a.workspace), C,
-                          a.block_size, share, a.sorted_ids, a.sorted_weights, a.expert_of_block, a.counts,
-                          static_cast<int32_t>(mp), static_cast<int32_t>(nb),
-                          one ? moe : static_cast<uint16_t*>(nullptr), a.moe_out.row_stride, hidden);
+#define HY4_SORT_ARGS(counts_ce, moe_rows)                                                                            \
+  static_cast<const int32_t*>(a.ids.data), a.ids.row_stride, static_cast<const float*>(a.weights.data),           \
+      a.weights.row_stride, T, k, E, a.expert_mask, a.num_rows, ct, id_bits(E), counts_ce, C, a.block_size, share, \
+      a.sorted_ids, a.sorted_weights, a.expert_of_block, a.counts, static_cast<int32_t>(mp), static_cast<int32_t>(nb), \
+      moe_rows, a.moe_out.row_stride, hidden
+  if (one)
+    HY4_LAUNCH(routing_sort_kernel<true>, dim3(static_cast<unsigned>(G)), block, stream,
+               HY4_SORT_ARGS(static_cast<const int32_t*>(nullptr), moe));
+  else
+    HY4_LAUNCH_DEPENDENT_IF(true, routing_sort_kernel<false>, dim3(static_cast<unsigned>(G)), block, stream,
+                            HY4_SORT_ARGS(static_cast<const int32_t*>(a.workspace), static_cast<uint16_t*>(nullptr)));
+#undef HY4_SORT_ARGS
 }
 
 }  // namespace hy4
