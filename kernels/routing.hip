@@ -21,18 +21,23 @@
 //    the expert's total and padded size; one block scan (shuffles within warps, then the
 //    warps' totals) of both padded sizes (-> segment ends) and unmasked flags (-> local
 //    ids), packed in 64 bits.
-//  - Every block also writes its share of the padding: a warp per expert of the block's
-//    share of the experts writes the slots past the expert's entries ((k << 24) | T, +0)
-//    and the expert's expert_of_block entries, lanes striding (coalesced); the block's
-//    share of the unused tail (slots past all used ones, blocks -1) is thread-strided.
-//    Entries and padding never share a slot, so no block waits for another.
+//  - Every block also writes its share of the padding.  Two kernels: a warp per expert of
+//    the block's share of the experts writes the slots past the expert's entries
+//    ((k << 24) | T, +0) and the expert's expert_of_block entries, lanes striding
+//    (coalesced); the block's share of the unused tail (slots past all used ones, blocks
+//    -1) is thread-strided.  Entries and padding never share a slot, so no block waits for
+//    another.  One kernel (every block, or every warp at decode, knows every entry's slot):
+//    the owner of a part of the slots and blocks (prefill_part) writes all of it as unused
+//    first thing, under the id reads' latency, and later, after a barrier, the entries and
+//    used blocks that fall in its part over it; nothing is left for the end of the chain.
+//    (H200, T = 1 / 8 / 64: 2.02 / 2.86 / 4.71 -> 1.66 / 2.61 / 4.29 us.)
 // Two paths, chosen by the plan from T*k (not from the device row count, so a captured
 // graph stays right for any count):
 //  1. T*k <= kSingleMaxEntries (2048, decode): ONE kernel, routing_sort_kernel with no
 //     count matrix.  Every block of fill_blocks() (a block per 1024 slots, at most 128:
 //     16 at HY V4's E = 256, block 64, T = 1) ranks all entries itself (at most 2048, a few
-//     groups per warp; the ids are 8 KiB of L2) and writes the entries of its share of j
-//     plus its share of the padding, so one graph node does all of it.
+//     groups per warp; the ids are 8 KiB of L2) and writes its part of the slots and blocks
+//     (the prefill, then the entries and used blocks in it), so one graph node does all.
 //     Decode (T*k <= kDecodeMaxEntries = 64, no expert mask): every entry fits a lane of
 //     one warp (two per lane past warpSize), so each warp of each block does the whole
 //     ranking by itself, without the histogram, the block scan or a barrier
@@ -46,15 +51,19 @@
 //     T = 8 x0.95, routing.decode-starts-by-bit-ballots-past-one-per-lane).  Experts
 //     without entries have empty segments, and without a mask an expert's local id is
 //     the expert, so nothing needs the other E - 64 experts.  (H200, k = 8: T = 1 3.17 ->
-//     2.36 us when each warp found its padding leaders by number instead of walking them all;
-//     T = 8 4.40 -> 4.05 with two entries per lane instead of the block-scan path.)
-//     Block 0's warp 0 writes the entries; the used experts' padding is dealt out to the
-//     grid's warps (warp i % grid warps pads leader number i); the unused tail is shared
-//     as below.  It is its own kernel, routing_decode_kernel (folded into
-//     routing_sort_kernel behind a flag, the sort kernel's other shapes lost 0.15 - 0.2
-//     us on the H200), in blocks of at most 128 threads (RoutingPlan::decode_blocks: the
-//     same warps as fill_blocks() blocks of block_threads(), one per SM sub-partition,
-//     since every warp's ranking is issue-bound; H100, T = 8: x0.86).
+//     2.36 us when the padding was dealt out by leader number instead of walked by every
+//     warp, a scheme the prefill has since replaced; T = 8 4.40 -> 4.05 with two entries
+//     per lane instead of the block-scan path.)
+//     Each warp of the grid owns a part of the slots and blocks (the prefill above, per
+//     warp: a warp barrier orders it before the same warp's entries), so no warp writes
+//     another's slot.  (Reading the device row count after the id reads, and finding an
+//     entry's row by a multiply instead of a division ahead of them, were both slower:
+//     docs/MEASUREMENTS.md, twenty-fourth session.)  It is its own kernel,
+//     routing_decode_kernel (folded into routing_sort_kernel behind a flag, the sort
+//     kernel's other shapes lost 0.15 - 0.2 us on the H200), in blocks of at most 128
+//     threads (RoutingPlan::decode_blocks: the same warps as fill_blocks() blocks of
+//     block_threads(), one per SM sub-partition, since every warp's ranking is
+//     issue-bound; H100, T = 8: x0.86).
 //  2. Otherwise TWO kernels over chunks of chunk_tokens(T) tokens (64 until the cap of 64
 //     chunks, then longer): routing_count_kernel writes count[c][e] for its chunk (and
 //     zero-fills moe_out rows); routing_sort_kernel (max(chunks, fill_blocks) blocks)
@@ -267,12 +276,12 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
   if (moe_out) zero_moe_rows(moe_out, moe_stride, rows, hidden);
 }
 
-// Per-block shares of the sort kernel's work, made on the host (no 64-bit divisions on the
-// device): block b owns part b of each range (part_of).
+// Shares of the sort kernels' work, made on the host (no 64-bit divisions on the device):
+// block b (the decode kernel: grid warp b) owns part b of each range (part_of).
 struct SortShares {
-  int32_t experts;  // experts whose padding and expert_of_block entries it writes
-  int32_t slots;    // slots of [0, max_padded) whose unused tail it writes
-  int32_t blocks;   // entries of expert_of_block whose unused tail it writes
+  int32_t experts;  // two kernels: experts whose padding and expert_of_block entries it writes
+  int32_t slots;    // slots of [0, max_padded): two kernels, the unused tail in it; one, all of it
+  int32_t blocks;   // entries of expert_of_block: the same
 };
 
 // The block's inclusive scan of v in thread order (nt threads, one value each): warp
@@ -364,9 +373,9 @@ HY4_DEVICE inline void write_segment_blocks(int32_t first, int32_t last, int32_t
 
 // The decode path's ranking (RoutingPlan::decode_path: n = T*k <= 64 entries, no mask),
 // done by each calling warp alone: lane l holds entries j = l + p warpSize, p < P (P = 1
-// while n <= warpSize, else 2).  Block 0's warp 0 writes the entries; the used experts'
-// padding slots and expert_of_block entries go to the grid's warps in turn (leader order).
-// Returns the slots used (the sum of the padded sizes).
+// while n <= warpSize, else 2).  The warp first prefills its part of the slots and blocks
+// (part gw of the grid's warps), and at the end writes the entries and used blocks that fall
+// in it, and counts (the grid's warp 0).
 //  - same[p][q]: the lanes of group q holding my entry p's expert: match_any for P = 1;
 //    for P = 2 one ballot per bit of expert + 1 and group, a lane keeping the lanes that
 //    agree with its value on every bit (and hold an entry).
@@ -509,9 +518,9 @@ HY4_DEVICE inline void decode_entries(const EntryReader& r, const float* weights
   }
 }
 
-// The decode path (RoutingPlan::decode_path): the ranking by each warp alone, then the
-// shared tail; RoutingPlan::decode_blocks() blocks of decode_threads(), no shared memory,
-// no barrier.
+// The decode path (RoutingPlan::decode_path): the ranking by each warp alone, each warp
+// writing its own part of the outputs; RoutingPlan::decode_blocks() blocks of
+// decode_threads(), no shared memory, no block barrier.
 __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
     routing_decode_kernel(const int32_t* ids, int64_t ids_stride, const float* weights, int64_t weights_stride,
                           int64_t rows, int k, int experts, const int32_t* num_rows, int bits, int block_size,
