@@ -711,13 +711,13 @@ void RoutingPlan::launch(hy4::rt::Stream stream) const {
   const bool decode = decode_path(T, k, a.expert_mask != nullptr);
   const int G = decode ? decode_blocks(T, k, E, a.block_size) : sort_blocks(T, k, E, a.block_size);
   const int64_t mp = max_padded(T, k, E, a.block_size), nb = num_blocks(T, k, E, a.block_size);
-  auto per = [G](int64_t total) { return static_cast<int32_t>(std::max<int64_t>(1, (total + G - 1) / G)); };
-  const SortShares share{per(E), per(mp), per(nb)};
+  // Each of `parts` parts of [0, total) (part_of): ceil(total / parts), at least 1.
+  auto per = [](int64_t total, int64_t parts) { return static_cast<int32_t>(std::max<int64_t>(1, (total + parts - 1) / parts)); };
+  const SortShares share{per(E, G), per(mp, G), per(nb, G)};
   if (decode) {
     // The decode kernel's parts of the slots and blocks are per grid warp (decode_entries).
     const int64_t gw = int64_t{G} * (decode_threads(T, k, E) / hy4::rt::warp_size());
-    auto per_warp = [gw](int64_t total) { return static_cast<int32_t>(std::max<int64_t>(1, (total + gw - 1) / gw)); };
-    const SortShares warp_share{0, per_warp(mp), per_warp(nb)};
+    const SortShares warp_share{0, per(mp, gw), per(nb, gw)};
     HY4_LAUNCH(routing_decode_kernel, dim3(static_cast<unsigned>(G)), dim3(static_cast<unsigned>(decode_threads(T, k, E))),
                stream,
                static_cast<const int32_t*>(a.ids.data), a.ids.row_stride, static_cast<const float*>(a.weights.data),
