@@ -540,6 +540,111 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
   if (moe_out) zero_moe_rows(moe_out, moe_stride, rows, hidden);
 }
 
+// The bitmap path (RoutingPlan::bitmap_path: 64 < n = T*k <= 512, or a mask with n <= 512;
+// E <= 256): one kernel, every block ranks all entries, one entry per thread, with three
+// block barriers and no ballots.  (HY V4's T = 64 is n = 512.)
+//  - Thread j reads entry j (and its weight), prefills its block's part of the slots and
+//    blocks (prefill_part), zeroes its share of the presence bitmap; barrier.
+//  - Entry j sets bit j of its expert's row (present[x][j / 32], dev::shared_or: OR is
+//    commutative, so the bits are the same in any order); barrier.
+//  - Thread e reads row e (kBitmapWords words), writes its exclusive prefix of popcounts
+//    (before[e][w]: entries of e in words below w) and scans (padded size << 9 | unmasked)
+//    over the warp by shuffles, keeping the exclusive value and the warp's total; barrier.
+//  - An entry's place: its expert's segment start (the expert's exclusive value plus the
+//    totals of the expert warps below) + before[x][j / 32] + the bits of its word below it,
+//    all reads independent; thread e writes its segment's blocks; each only inside its
+//    block's part (the prefill's owner, so no slot is written by two blocks).
+// Bounded by its dependent chain: the reads, three barriers, one row of 16 shared words and a
+// five-step scan; no loop depends on the data.
+// Shared: E x 17 words twice (the odd stride makes thread e's reads of word w conflict-free),
+// 35 KiB at E = 256: one block per CU on gfx942 (64 KiB of LDS), 2 waves/SIMD at 512
+// threads, 1 at 256; latency bound like the other one-kernel paths, one wave per SIMD is its need.
+// AMD budget: routing_bitmap_kernel >= 1 waves/SIMD
+__global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
+    routing_bitmap_kernel(const int32_t* ids, int64_t ids_stride, const float* weights, int64_t weights_stride,
+                          int64_t rows, int k, int experts, const int32_t* mask, const int32_t* num_rows,
+                          int block_size, SortShares share, int32_t* sorted_ids, float* sorted_weights,
+                          int32_t* expert_of_block, int32_t* counts, int32_t max_padded, int32_t num_blocks,
+                          uint16_t* moe_out, int64_t moe_stride, int64_t hidden) {
+  constexpr int kWords = RoutingPlan::kBitmapMaxEntries / 32, kStride = kWords + 1;
+  const int nt = static_cast<int>(blockDim.x), tid = static_cast<int>(threadIdx.x);
+  const int ws = dev::warp_size(), lane = dev::lane_id(), warp = tid / ws;
+  HY4_SHARED_UPTO(uint32_t, present, RoutingPlan::kBitmapMaxExperts * kStride, experts * kStride);
+  HY4_SHARED_UPTO(int32_t, before, RoutingPlan::kBitmapMaxExperts * kStride, experts * kStride);
+  HY4_SHARED_UPTO(uint32_t, seg_excl, RoutingPlan::kBitmapMaxExperts, experts);  // within the expert's warp
+  HY4_SHARED(uint32_t, warp_total, RoutingPlan::kBitmapMaxExperts / 32);          // the expert warps' totals
+  const int64_t real = device_row_count(num_rows, rows);
+  const EntryReader r{ids, ids_stride, static_cast<uint32_t>(k), experts, mask, static_cast<uint32_t>(real * k), 0};
+  const int32_t pad_id = (k << 24) | static_cast<int32_t>(rows);
+  const uint32_t n = static_cast<uint32_t>(rows * k);
+  const int c = static_cast<int>(blockIdx.x);
+  // Entry j = tid (n <= blockDim.x).
+  const uint32_t j = static_cast<uint32_t>(tid), t = j / static_cast<uint32_t>(k), s = j - t * static_cast<uint32_t>(k);
+  const int32_t id = r.raw_id(j, t, s, n);
+  const float wt = j < n ? weights[static_cast<int64_t>(t) * weights_stride + s] : 0.0f;
+  uint32_t p0, p1, q0, q1;
+  prefill_part(c, nt, tid, pad_id, share, max_padded, num_blocks, sorted_ids, sorted_weights, expert_of_block, p0, p1,
+               q0, q1);
+  for (int i = tid; i < experts * kStride; i += nt) present[i] = 0;
+  dev::sync_block();
+  const int x = r.expert_of(j, id);
+  const int word = static_cast<int>(j >> 5);
+  if (x >= 0) dev::shared_or(present, x * kStride + word, 1u << (j & 31u));
+  dev::sync_block();
+  // Thread e: its row's prefix counts, padded size and scan within its warp.
+  const int e = tid;
+  int32_t total = 0;
+  if (e < experts) {
+    uint32_t w[kWords];
+#pragma unroll
+    for (int i = 0; i < kWords; ++i) w[i] = present[e * kStride + i];
+#pragma unroll
+    for (int i = 0; i < kWords; ++i) {
+      before[e * kStride + i] = total;
+      total += __builtin_popcount(w[i]);
+    }
+  }
+  const bool mine = e < experts && !expert_masked(mask, e);
+  const int32_t padded = padded_size(total, block_size);
+  // padded sizes sum to at most 512 + 256 x 1023 < 2^19, unmasked experts to 256 < 2^9
+  const uint32_t v = (static_cast<uint32_t>(padded) << 9) | (mine ? 1u : 0u);
+  uint32_t inc = v;
+  for (int d = 1; d < ws; d *= 2) {
+    const uint32_t y = dev::shfl_idx(inc, lane >= d ? lane - d : lane);
+    if (lane >= d) inc += y;
+  }
+  const int expert_warps = (experts + ws - 1) / ws;
+  if (lane == ws - 1 && warp < expert_warps) warp_total[warp] = inc;
+  if (e < experts) seg_excl[e] = inc - v;
+  dev::sync_block();
+  // The totals of the expert warps below warp w (at most 8: E <= 256, warp >= 32).
+  auto warps_below = [&](int w) {
+    uint32_t acc = 0;
+#pragma unroll
+    for (int i = 0; i < RoutingPlan::kBitmapMaxExperts / 32; ++i) acc += i < w ? warp_total[i] : 0u;
+    return acc;
+  };
+  if (x >= 0) {
+    const uint32_t start = seg_excl[x] + warps_below(x / ws);
+    const int32_t rank = before[x * kStride + word] + __builtin_popcount(present[x * kStride + word] & ((1u << (j & 31u)) - 1u));
+    const int32_t pos = static_cast<int32_t>(start >> 9) + rank;
+    if (pos >= static_cast<int32_t>(p0) && pos < static_cast<int32_t>(p1)) {
+      sorted_ids[pos] = static_cast<int32_t>((s << 24) | t);
+      sorted_weights[pos] = wt;
+    }
+  }
+  if (e < experts && padded > 0) {
+    const uint32_t start = inc - v + warps_below(warp);
+    const int32_t first = static_cast<int32_t>(start >> 9);
+    write_segment_blocks(first, first + padded, static_cast<int32_t>(start & 511u), block_size, q0, q1, expert_of_block);
+  }
+  if (c == 0 && tid == 0) {
+    counts[0] = static_cast<int32_t>(warps_below(expert_warps) >> 9);
+    counts[1] = static_cast<int32_t>(real);
+  }
+  if (moe_out) zero_moe_rows(moe_out, moe_stride, rows, hidden);
+}
+
 // kOneKernel (counts_ce == nullptr): the one-kernel path (every block ranks all entries,
 // prefills its part of the slots and blocks and writes the entries and used blocks that
 // fall in it).  Otherwise block c ranks and writes chunk c (the blocks past the chunks have
@@ -722,6 +827,14 @@ void RoutingPlan::launch(hy4::rt::Stream stream) const {
                stream,
                static_cast<const int32_t*>(a.ids.data), a.ids.row_stride, static_cast<const float*>(a.weights.data),
                a.weights.row_stride, T, k, E, a.num_rows, id_bits(E), a.block_size, warp_share, a.sorted_ids,
+               a.sorted_weights, a.expert_of_block, a.counts, static_cast<int32_t>(mp), static_cast<int32_t>(nb), moe,
+               a.moe_out.row_stride, hidden);
+    return;
+  }
+  if (bitmap_path(T, k, E, a.expert_mask != nullptr)) {
+    HY4_LAUNCH(routing_bitmap_kernel, dim3(static_cast<unsigned>(G)), dim3(static_cast<unsigned>(bitmap_threads(T, k, E))),
+               stream, static_cast<const int32_t*>(a.ids.data), a.ids.row_stride, static_cast<const float*>(a.weights.data),
+               a.weights.row_stride, T, k, E, a.expert_mask, a.num_rows, a.block_size, share, a.sorted_ids,
                a.sorted_weights, a.expert_of_block, a.counts, static_cast<int32_t>(mp), static_cast<int32_t>(nb), moe,
                a.moe_out.row_stride, hidden);
     return;
