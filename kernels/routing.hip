@@ -64,6 +64,10 @@
 //     threads (RoutingPlan::decode_blocks: the same warps as fill_blocks() blocks of
 //     block_threads(), one per SM sub-partition, since every warp's ranking is
 //     issue-bound; H100, T = 8: x0.86).
+//     Bitmap path (RoutingPlan::bitmap_path: T*k <= kBitmapMaxEntries = 512, E <= 256, not
+//     the decode path; HY V4's T = 9 .. 64): routing_bitmap_kernel instead of the sort
+//     kernel, one entry per thread, the ranking from a presence bitmap of the entries per
+//     expert in shared memory (its design is written above it).
 //  2. Otherwise TWO kernels over chunks of chunk_tokens(T) tokens (64 until the cap of 64
 //     chunks, then longer): routing_count_kernel writes count[c][e] for its chunk (and
 //     zero-fills moe_out rows); routing_sort_kernel (max(chunks, fill_blocks) blocks)
