@@ -80,6 +80,11 @@ class RoutingPlan {
   static bool bitmap_path(int64_t T, int k, int E, bool masked) {
     return T * k <= kBitmapMaxEntries && E <= kBitmapMaxExperts && !decode_path(T, k, masked);
   }
+  // Two kernels with chunks of at most kBitmapMaxEntries entries and E <= kBitmapMaxExperts:
+  // the sort kernel ranks its chunk from the same bitmap (routing_sort_bitmap_kernel).
+  static bool sort_bitmap(int64_t T, int k, int E) {
+    return !one_kernel(T, k) && chunk_tokens(T) * k <= kBitmapMaxEntries && E <= kBitmapMaxExperts;
+  }
   static int bitmap_threads(int64_t T, int k, int E) {
     return std::max(scan_threads(E), pow2_threads(T * k, 64, kMaxThreads));
   }

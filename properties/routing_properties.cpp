@@ -454,6 +454,39 @@ TEST(RoutingProperties, BitmapOneExpertHoldsEveryEntry) {
       }
 }
 
+// The two-kernel sort's bitmap ranking (RoutingPlan::sort_bitmap: chunk_tokens(T) x k <= 512
+// entries, E <= 256) on both sides of its split: chunks of 512 | 520 entries (k = 8 at T =
+// 4096 | 4097, k = 4 at 8192 | 8193, k = 1 at 32768 | 32769), E = 256 | 257; the first
+// two-kernel T (257 at k = 8: 5 chunks, 18 padding blocks, so blocks past the chunks only pad);
+// a mask and a device row count (the last chunk partly real).
+TEST(RoutingProperties, SortBitmapBothSidesOfItsSplit) {
+  HY4_REQUIRE_DEVICE();
+  struct Split { int64_t T; int k, E, bs; bool bitmap; };
+  const Split splits[] = {{4096, 8, 256, 64, true}, {4097, 8, 256, 64, false}, {8192, 4, 40, 16, true},
+                          {8193, 4, 40, 16, false}, {32768, 1, 2, 1, true},   {32769, 1, 2, 1, false},
+                          {257, 8, 256, 64, true},  {257, 8, 257, 64, false}, {2049, 1, 33, 1024, true},
+                          {300, 8, 200, 2, true}};
+  for (const Split& sp : splits)
+    for (bool mask : {false, true}) {
+      ASSERT_EQ(RoutingPlan::sort_bitmap(sp.T, sp.k, sp.E), sp.bitmap) << "T " << sp.T << " k " << sp.k << " E " << sp.E;
+      ASSERT_FALSE(RoutingPlan::one_kernel(sp.T, sp.k));
+      RoutingShape sh;
+      sh.T = sp.T;
+      sh.k = sp.k;
+      sh.E = sp.E;
+      sh.block_size = sp.bs;
+      sh.has_mask = mask;
+      sh.has_num_rows = mask;
+      sh.num_rows = sp.T - 37;
+      sh.values = mask ? RoutingValues::Mixed : RoutingValues::TopkLike;
+      const std::string name = "routing.SortBitmap.T" + std::to_string(sp.T) + "k" + std::to_string(sp.k) + "E" +
+                               std::to_string(sp.E) + (mask ? "mask" : "");
+      EXPECT_TRUE(routing_case_passes(make_routing_case(static_cast<uint64_t>(sp.T * 3 + sp.E + mask), sh), name))
+          << (sp.bitmap ? "bitmap ranking, " : "ballot ranking, ") << RoutingPlan::chunks(sp.T) << " chunks of "
+          << RoutingPlan::chunk_tokens(sp.T) << " tokens";
+    }
+}
+
 // The offsets block is RoutingPlan::scan_threads(E) threads (64, 128, 256 or 512):
 // E on both sides of every size, with a mask (the local-id scan) and padding.
 TEST(RoutingProperties, EveryOffsetsBlockSizeBothSides) {
