@@ -70,6 +70,10 @@ RoutingCase make_routing_case(uint64_t seed, const RoutingShape& shape) {
 // generator and the properties cross each, on both sides, at warp 32 and 64 (cpu32 / cpu64):
 //   path                one kernel (T*k <= 2048) | two kernels (T*k > 2048): T = 256 / 257 at
 //                       k = 8, 2048 / 2049 at k = 1, 64 / 65 at k = 32 (EveryPathAndGridSplit)
+//   bitmap path         64 < T*k <= 512 and E <= 256, or a mask at T*k <= 512: T*k 64 | 65,
+//                       512 | 513, E 256 | 257; its block max(scan_threads(E), pow2 >= T*k)
+//                       either side larger; words of 32 entries 1 .. 16; one expert warp |
+//                       several (BitmapPathBothSidesOfItsSplits, BitmapOneExpertHoldsEveryEntry)
 //   padding blocks      fill_blocks = ceil(max_padded / 1024) blocks, 1 .. 128: max_padded at
 //                       1024 +- 1, 2048 + 1 and past the cap (E = 512, block 1024); the sort
 //                       grid with two kernels max(chunks, fill_blocks), both ways

@@ -22,6 +22,8 @@
 //   order that depends on scheduling), so results are bitwise comparable everywhere.
 #pragma once
 
+#include <algorithm>
+
 #include "op_common.h"
 #include "platform/runtime.h"
 
@@ -70,6 +72,22 @@ class RoutingPlan {
   // routing.hip says how).
   static constexpr int64_t kDecodeMaxEntries = 64;
   static bool decode_path(int64_t T, int k, bool masked) { return T * k <= kDecodeMaxEntries && !masked; }
+  // T*k at most kBitmapMaxEntries, E at most kBitmapMaxExperts, not the decode path: the one
+  // kernel's bitmap path (one entry per thread, a presence bitmap of entries per expert in
+  // shared memory; routing.hip says how), in blocks of bitmap_threads(), fill_blocks() of them.
+  static constexpr int64_t kBitmapMaxEntries = 512;
+  static constexpr int kBitmapMaxExperts = 256;
+  static bool bitmap_path(int64_t T, int k, int E, bool masked) {
+    return T * k <= kBitmapMaxEntries && E <= kBitmapMaxExperts && !decode_path(T, k, masked);
+  }
+  // Two kernels with chunks of at most kBitmapMaxEntries entries and E <= kBitmapMaxExperts:
+  // the sort kernel ranks its chunk from the same bitmap (routing_sort_bitmap_kernel).
+  static bool sort_bitmap(int64_t T, int k, int E) {
+    return !one_kernel(T, k) && chunk_tokens(T) * k <= kBitmapMaxEntries && E <= kBitmapMaxExperts;
+  }
+  static int bitmap_threads(int64_t T, int k, int E) {
+    return std::max(scan_threads(E), pow2_threads(T * k, 64, kMaxThreads));
+  }
   // The decode kernel's blocks: block_threads() cut into blocks of at most kDecodeMaxThreads,
   // fill_blocks() times as many of them as the cut makes, so the grid's warps (which share
   // the padding) stay the same.  Each warp runs the whole ranking, issue-bound: with 256

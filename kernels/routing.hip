@@ -64,6 +64,10 @@
 //     threads (RoutingPlan::decode_blocks: the same warps as fill_blocks() blocks of
 //     block_threads(), one per SM sub-partition, since every warp's ranking is
 //     issue-bound; H100, T = 8: x0.86).
+//     Bitmap path (RoutingPlan::bitmap_path: T*k <= kBitmapMaxEntries = 512, E <= 256, not
+//     the decode path; HY V4's T = 9 .. 64): routing_bitmap_kernel instead of the sort
+//     kernel, one entry per thread, the ranking from a presence bitmap of the entries per
+//     expert in shared memory (its design is written above it).
 //  2. Otherwise TWO kernels over chunks of chunk_tokens(T) tokens (64 until the cap of 64
 //     chunks, then longer): routing_count_kernel writes count[c][e] for its chunk (and
 //     zero-fills moe_out rows); routing_sort_kernel (max(chunks, fill_blocks) blocks)
@@ -540,6 +544,189 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
   if (moe_out) zero_moe_rows(moe_out, moe_stride, rows, hidden);
 }
 
+// A presence bitmap of up to kBitmapMaxEntries entries per expert in shared memory: row x
+// holds bit l of word l / 32 for each entry l (in the block's order) of expert x, and after
+// bitmap_row, before[x][w] the entries of x in words below w.  Rows of kBitmapWords words
+// and a stride one more (odd: thread e's reads of word w of row e fall in distinct banks).
+constexpr int kBitmapWords = static_cast<int>(RoutingPlan::kBitmapMaxEntries / 32), kBitmapStride = kBitmapWords + 1;
+template <class Shared>
+HY4_DEVICE void bitmap_zero(Shared present, int experts, int tid, int nt) {
+  for (int i = tid; i < experts * kBitmapStride; i += nt) present[i] = 0;
+}
+// Entry l of expert x (x >= 0): OR is commutative, so the bits are the same in any order.
+template <class Shared>
+HY4_DEVICE void bitmap_set(Shared present, int x, uint32_t l) {
+  dev::shared_or(present, x * kBitmapStride + static_cast<int>(l >> 5), 1u << (l & 31u));
+}
+// Thread e: row e's exclusive prefix of popcounts into before[e][.]; returns e's entries.
+template <class SharedU, class SharedI>
+HY4_DEVICE int32_t bitmap_row(SharedU present, SharedI before, int e) {
+  uint32_t w[kBitmapWords];
+#pragma unroll
+  for (int i = 0; i < kBitmapWords; ++i) w[i] = present[e * kBitmapStride + i];
+  int32_t total = 0;
+#pragma unroll
+  for (int i = 0; i < kBitmapWords; ++i) {
+    before[e * kBitmapStride + i] = total;
+    total += __builtin_popcount(w[i]);
+  }
+  return total;
+}
+// Entry l's rank among the entries of its expert x: those before it in the block's order.
+template <class SharedU, class SharedI>
+HY4_DEVICE int32_t bitmap_rank(SharedU present, SharedI before, int x, uint32_t l) {
+  const int at = x * kBitmapStride + static_cast<int>(l >> 5);
+  return before[at] + __builtin_popcount(present[at] & ((1u << (l & 31u)) - 1u));
+}
+
+// The bitmap path (RoutingPlan::bitmap_path: 64 < n = T*k <= 512, or a mask with n <= 512;
+// E <= 256): one kernel, every block ranks all entries, one entry per thread, with three
+// block barriers and no ballots.  (HY V4's T = 64 is n = 512.)
+//  - Thread j reads entry j (and its weight), prefills its block's part of the slots and
+//    blocks (prefill_part), zeroes its share of the presence bitmap; barrier.
+//  - Entry j sets bit j of its expert's row (present[x][j / 32], dev::shared_or: OR is
+//    commutative, so the bits are the same in any order); barrier.
+//  - Thread e reads row e (kBitmapWords words), writes its exclusive prefix of popcounts
+//    (before[e][w]: entries of e in words below w) and scans (padded size << 9 | unmasked)
+//    over the warp by shuffles, keeping the exclusive value and the warp's total; barrier.
+//  - An entry's place: its expert's segment start (the expert's exclusive value plus the
+//    totals of the expert warps below) + before[x][j / 32] + the bits of its word below it,
+//    all reads independent; thread e writes its segment's blocks; each only inside its
+//    block's part (the prefill's owner, so no slot is written by two blocks).
+// Bounded by its dependent chain: the reads, three barriers, one row of 16 shared words and a
+// five-step scan; no loop depends on the data.
+// Shared: E x 17 words twice (the odd stride makes thread e's reads of word w conflict-free),
+// 35 KiB at E = 256: one block per CU on gfx942 (64 KiB of LDS), 2 waves/SIMD at 512
+// threads, 1 at 256; latency bound like the other one-kernel paths, one wave per SIMD is its need.
+// AMD budget: routing_bitmap_kernel >= 1 waves/SIMD
+__global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
+    routing_bitmap_kernel(const int32_t* ids, int64_t ids_stride, const float* weights, int64_t weights_stride,
+                          int64_t rows, int k, int experts, const int32_t* mask, const int32_t* num_rows,
+                          int block_size, SortShares share, int32_t* sorted_ids, float* sorted_weights,
+                          int32_t* expert_of_block, int32_t* counts, int32_t max_padded, int32_t num_blocks,
+                          uint16_t* moe_out, int64_t moe_stride, int64_t hidden) {
+  const int nt = static_cast<int>(blockDim.x), tid = static_cast<int>(threadIdx.x);
+  const int ws = dev::warp_size(), lane = dev::lane_id(), warp = tid / ws;
+  HY4_SHARED_UPTO(uint32_t, present, RoutingPlan::kBitmapMaxExperts * kBitmapStride, experts * kBitmapStride);
+  HY4_SHARED_UPTO(int32_t, before, RoutingPlan::kBitmapMaxExperts * kBitmapStride, experts * kBitmapStride);
+  HY4_SHARED_UPTO(uint32_t, seg_excl, RoutingPlan::kBitmapMaxExperts, experts);  // within the expert's warp
+  HY4_SHARED(uint32_t, warp_total, RoutingPlan::kBitmapMaxExperts / 32);          // the expert warps' totals
+  const int64_t real = device_row_count(num_rows, rows);
+  const EntryReader r{ids, ids_stride, static_cast<uint32_t>(k), experts, mask, static_cast<uint32_t>(real * k), 0};
+  const int32_t pad_id = (k << 24) | static_cast<int32_t>(rows);
+  const uint32_t n = static_cast<uint32_t>(rows * k);
+  const int c = static_cast<int>(blockIdx.x);
+  // Entry j = tid (n <= blockDim.x).
+  const uint32_t j = static_cast<uint32_t>(tid), t = j / static_cast<uint32_t>(k), s = j - t * static_cast<uint32_t>(k);
+  const int32_t id = r.raw_id(j, t, s, n);
+  const float wt = j < n ? weights[static_cast<int64_t>(t) * weights_stride + s] : 0.0f;
+  uint32_t p0, p1, q0, q1;
+  prefill_part(c, nt, tid, pad_id, share, max_padded, num_blocks, sorted_ids, sorted_weights, expert_of_block, p0, p1,
+               q0, q1);
+  bitmap_zero(present, experts, tid, nt);
+  dev::sync_block();
+  const int x = r.expert_of(j, id);
+  if (x >= 0) bitmap_set(present, x, j);
+  dev::sync_block();
+  // Thread e: its row's prefix counts, padded size and scan within its warp.
+  const int e = tid;
+  const int32_t total = e < experts ? bitmap_row(present, before, e) : 0;
+  const bool mine = e < experts && !expert_masked(mask, e);
+  const int32_t padded = padded_size(total, block_size);
+  // padded sizes sum to at most 512 + 256 x 1023 < 2^19, unmasked experts to 256 < 2^9
+  const uint32_t v = (static_cast<uint32_t>(padded) << 9) | (mine ? 1u : 0u);
+  uint32_t inc = v;
+  for (int d = 1; d < ws; d *= 2) {
+    const uint32_t y = dev::shfl_idx(inc, lane >= d ? lane - d : lane);
+    if (lane >= d) inc += y;
+  }
+  const int expert_warps = (experts + ws - 1) / ws;
+  if (lane == ws - 1 && warp < expert_warps) warp_total[warp] = inc;
+  if (e < experts) seg_excl[e] = inc - v;
+  dev::sync_block();
+  // The totals of the expert warps below warp w (at most 8: E <= 256, warp >= 32).
+  auto warps_below = [&](int w) {
+    uint32_t acc = 0;
+#pragma unroll
+    for (int i = 0; i < RoutingPlan::kBitmapMaxExperts / 32; ++i) acc += i < w ? warp_total[i] : 0u;
+    return acc;
+  };
+  if (x >= 0) {
+    const uint32_t start = seg_excl[x] + warps_below(x / ws);
+    const int32_t pos = static_cast<int32_t>(start >> 9) + bitmap_rank(present, before, x, j);
+    if (pos >= static_cast<int32_t>(p0) && pos < static_cast<int32_t>(p1)) {
+      sorted_ids[pos] = static_cast<int32_t>((s << 24) | t);
+      sorted_weights[pos] = wt;
+    }
+  }
+  if (e < experts && padded > 0) {
+    const uint32_t start = inc - v + warps_below(warp);
+    const int32_t first = static_cast<int32_t>(start >> 9);
+    write_segment_blocks(first, first + padded, static_cast<int32_t>(start & 511u), block_size, q0, q1, expert_of_block);
+  }
+  if (c == 0 && tid == 0) {
+    counts[0] = static_cast<int32_t>(warps_below(expert_warps) >> 9);
+    counts[1] = static_cast<int32_t>(real);
+  }
+  if (moe_out) zero_moe_rows(moe_out, moe_stride, rows, hidden);
+}
+
+// Thread e of a two-kernel sort block: expert e's entries in all chunks (total) and in the
+// chunks below c (before), from the count kernel's count[u][e]: every read in flight at once
+// (the large-T bound).
+HY4_DEVICE inline void chunk_counts(const int32_t* counts_ce, int chunks, int experts, int e, int c, int32_t& total,
+                                    int32_t& before) {
+  int32_t v[RoutingPlan::kMaxChunks];
+#pragma unroll
+  for (int u = 0; u < RoutingPlan::kMaxChunks; ++u)
+    v[u] = u < chunks ? counts_ce[static_cast<int64_t>(u) * experts + e] : 0;
+#pragma unroll
+  for (int u = 0; u < RoutingPlan::kMaxChunks; ++u) {
+    before += u < c ? v[u] : 0;
+    total += v[u];
+  }
+}
+
+// The segments of the sort blocks (thread e, expert e's `total` entries, `before` of them in
+// earlier chunks): one block scan of both padded sizes (< 2^31, above 16 bits) and unmasked
+// flags (<= 512, below), then seg_end / seg_local (inclusive), seg_total and seg_base (where
+// this block's first entry of e goes), and a barrier.  Returns the scan; *padded e's padded size.
+template <class SharedI, class SharedW>
+HY4_DEVICE uint64_t scan_segments(int e, int experts, const int32_t* mask, int32_t total, int32_t before, int block_size,
+                                  SharedW warp_total, SharedI seg_end, SharedI seg_local, SharedI seg_total,
+                                  SharedI seg_base, int32_t* padded) {
+  const bool mine = e < experts && !expert_masked(mask, e);
+  *padded = padded_size(total, block_size);
+  const uint64_t both = block_inclusive_scan((static_cast<uint64_t>(*padded) << 16) | (mine ? 1u : 0u), warp_total);
+  const int32_t end = static_cast<int32_t>(both >> 16);
+  seg_end[e] = end;
+  seg_local[e] = static_cast<int32_t>(both & 0xFFFF);
+  seg_total[e] = total;
+  seg_base[e] = end - *padded + before;
+  dev::sync_block();
+  return both;
+}
+
+// Two kernels: block c's share of the padding, a warp per expert of its share of the experts
+// (lanes stride the expert's padding and blocks), then its share of the unused tail.
+template <class SharedI>
+HY4_DEVICE void pad_share(int c, int32_t used, int experts, int block_size, int32_t pad_id, SortShares share,
+                          SharedI seg_end, SharedI seg_local, SharedI seg_total, int32_t max_padded, int32_t num_blocks,
+                          int64_t real, int32_t* sorted_ids, float* sorted_weights, int32_t* expert_of_block,
+                          int32_t* counts) {
+  const int nt = static_cast<int>(blockDim.x), tid = static_cast<int>(threadIdx.x);
+  const int ws = dev::warp_size(), warps = nt / ws, warp = tid / ws;
+  uint32_t e0, e1;
+  part_of(static_cast<uint32_t>(experts), static_cast<uint32_t>(share.experts), c, e0, e1);
+  for (int x = static_cast<int>(e0) + warp; x < static_cast<int>(e1); x += warps) {
+    const int32_t first = x > 0 ? static_cast<int32_t>(seg_end[x - 1]) : 0, last = seg_end[x];
+    const int32_t local = seg_local[x] - 1;
+    pad_segment(first, seg_total[x], last, local, block_size, pad_id, sorted_ids, sorted_weights, expert_of_block);
+  }
+  write_unused_tail(c, tid, nt, used, pad_id, block_size, share, max_padded, num_blocks, real, sorted_ids,
+                    sorted_weights, expert_of_block, counts);
+}
+
 // kOneKernel (counts_ce == nullptr): the one-kernel path (every block ranks all entries,
 // prefills its part of the slots and blocks and writes the entries and used blocks that
 // fall in it).  Otherwise block c ranks and writes chunk c (the blocks past the chunks have
@@ -598,30 +785,15 @@ __global__ void HY4_LAUNCH_BOUNDS_ONE_BLOCK(RoutingPlan::kMaxThreads)
       hist[w * experts + e] = acc;
       acc += v;
     }
-    if constexpr (one_kernel) {
+    if constexpr (one_kernel)
       total = acc;
-    } else {
-      int32_t v[RoutingPlan::kMaxChunks];  // every count read in flight at once (the large-T bound)
-#pragma unroll
-      for (int u = 0; u < RoutingPlan::kMaxChunks; ++u)
-        v[u] = u < chunks ? counts_ce[static_cast<int64_t>(u) * experts + e] : 0;
-#pragma unroll
-      for (int u = 0; u < RoutingPlan::kMaxChunks; ++u) {
-        before += u < c ? v[u] : 0;
-        total += v[u];
-      }
-    }
+    else
+      chunk_counts(counts_ce, chunks, experts, e, c, total, before);
   }
-  const bool mine = e < experts && !expert_masked(mask, e);
-  const int32_t padded = padded_size(total, block_size);
-  // one scan of both: padded sizes (< 2^31) above 16 bits, unmasked flags (<= 512) below
-  const uint64_t both = block_inclusive_scan((static_cast<uint64_t>(padded) << 16) | (mine ? 1u : 0u), warp_total);
+  int32_t padded;
+  const uint64_t both = scan_segments(e, experts, mask, total, before, block_size, warp_total, seg_end, seg_local,
+                                      seg_total, seg_base, &padded);
   const int32_t end = static_cast<int32_t>(both >> 16);
-  seg_end[e] = end;
-  seg_local[e] = static_cast<int32_t>(both & 0xFFFF);
-  seg_total[e] = total;
-  seg_base[e] = end - padded + before;
-  dev::sync_block();
   const int32_t used = seg_end[nt - 1];
 
   // One kernel: the padding was prefilled; expert e's used blocks in this block's part go out
@@ -672,17 +844,82 @@ __global__ void HY4_LAUNCH_BOUNDS_ONE_BLOCK(RoutingPlan::kMaxThreads)
     if (moe_out) zero_moe_rows(moe_out, moe_stride, rows, hidden);
     return;
   }
-  // Two kernels: this block's share of the padding, a warp per expert of its share of the
-  // experts (lanes stride the expert's padding and blocks), then its share of the unused tail.
-  uint32_t e0, e1;
-  part_of(static_cast<uint32_t>(experts), static_cast<uint32_t>(share.experts), c, e0, e1);
-  for (int x = static_cast<int>(e0) + warp; x < static_cast<int>(e1); x += warps) {
-    const int32_t first = x > 0 ? static_cast<int32_t>(seg_end[x - 1]) : 0, last = seg_end[x];
-    const int32_t local = seg_local[x] - 1;
-    pad_segment(first, seg_total[x], last, local, block_size, pad_id, sorted_ids, sorted_weights, expert_of_block);
+  pad_share(c, used, experts, block_size, pad_id, share, seg_end, seg_local, seg_total, max_padded, num_blocks, real,
+            sorted_ids, sorted_weights, expert_of_block, counts);
+}
+
+// The two-kernel sort with a bitmap ranking (RoutingPlan::sort_bitmap: chunks of at most
+// kBitmapMaxEntries = 512 entries, E <= 256; HY V4's T = 257 .. 4096), the count kernel's
+// dependent launch in place of routing_sort_kernel<false>: block c reads chunk c's entries
+// (l = tid + i blockDim.x, two per thread in blocks of 256), sets their bits in the presence
+// bitmap (rows by expert, bits in chunk order), and thread e reads row e (its entries in the
+// chunk, before[e][.]) before it waits for the count kernel; then the count-matrix reads, the
+// segment scan, and each entry's place = seg_base[x] + bitmap_rank; then its padding share.
+// Against the ballot ranking: no match masks, no per-warp histogram rows and their sums, no
+// warp-serial leader updates; three barriers.
+// AMD budget: routing_sort_bitmap_kernel >= 1 waves/SIMD
+__global__ void HY4_LAUNCH_BOUNDS_ONE_BLOCK(RoutingPlan::kMaxThreads)
+    routing_sort_bitmap_kernel(const int32_t* ids, int64_t ids_stride, const float* weights, int64_t weights_stride,
+                               int64_t rows, int k, int experts, const int32_t* mask, const int32_t* num_rows,
+                               int64_t chunk_tokens, const int32_t* counts_ce, int chunks, int block_size,
+                               SortShares share, int32_t* sorted_ids, float* sorted_weights, int32_t* expert_of_block,
+                               int32_t* counts, int32_t max_padded, int32_t num_blocks) {
+  constexpr int P = static_cast<int>(RoutingPlan::kBitmapMaxEntries / 256);  // entries per thread (blocks >= 256)
+  const int nt = static_cast<int>(blockDim.x), tid = static_cast<int>(threadIdx.x);
+  const int warps = nt / dev::warp_size();
+  HY4_SHARED_UPTO(uint32_t, present, RoutingPlan::kBitmapMaxExperts * kBitmapStride, experts * kBitmapStride);
+  HY4_SHARED_UPTO(int32_t, before, RoutingPlan::kBitmapMaxExperts * kBitmapStride, experts * kBitmapStride);
+  HY4_SHARED_UPTO(int32_t, seg_end, RoutingPlan::kMaxThreads, nt);
+  HY4_SHARED_UPTO(int32_t, seg_local, RoutingPlan::kMaxThreads, nt);
+  HY4_SHARED_UPTO(int32_t, seg_total, RoutingPlan::kMaxThreads, nt);
+  HY4_SHARED_UPTO(int32_t, seg_base, RoutingPlan::kMaxThreads, nt);
+  HY4_SHARED_UPTO(uint64_t, warp_total, RoutingPlan::kMaxWarps, warps);
+  const int64_t real = device_row_count(num_rows, rows);
+  const EntryReader r{ids, ids_stride, static_cast<uint32_t>(k), experts, mask, static_cast<uint32_t>(real * k), 0};
+  const int c = static_cast<int>(blockIdx.x);
+  uint32_t r0, r1;  // chunk c (empty for the blocks past the chunks)
+  part_of(static_cast<uint32_t>(rows * k), static_cast<uint64_t>(chunk_tokens * k), c, r0, r1);
+  uint32_t ts[P];
+  int32_t id[P];
+  float wt[P];
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    const uint32_t j = r0 + static_cast<uint32_t>(tid + i * nt), t = j / static_cast<uint32_t>(k);
+    const uint32_t s = j - t * static_cast<uint32_t>(k);
+    id[i] = r.raw_id(j, t, s, r1);
+    wt[i] = j < r1 ? weights[static_cast<int64_t>(t) * weights_stride + s] : 0.0f;
+    ts[i] = (s << 24) | t;
   }
-  write_unused_tail(c, tid, nt, used, pad_id, block_size, share, max_padded, num_blocks, real, sorted_ids,
-                    sorted_weights, expert_of_block, counts);
+  bitmap_zero(present, experts, tid, nt);
+  dev::sync_block();
+  int x[P];
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    const uint32_t l = static_cast<uint32_t>(tid + i * nt);
+    x[i] = r.expert_of(r0 + l, id[i]);
+    if (x[i] >= 0) bitmap_set(present, x[i], l);
+  }
+  dev::sync_block();
+  const int e = tid;
+  if (e < experts) bitmap_row(present, before, e);  // the chunk's own count is in the count matrix too
+  // Everything above overlapped the count kernel; every thread waits before the count matrix.
+  dev::wait_prior_grid();
+  int32_t total = 0, before_chunks = 0;
+  if (e < experts) chunk_counts(counts_ce, chunks, experts, e, c, total, before_chunks);
+  int32_t padded;
+  scan_segments(e, experts, mask, total, before_chunks, block_size, warp_total, seg_end, seg_local, seg_total, seg_base,
+                &padded);
+  const int32_t used = seg_end[nt - 1];
+#pragma unroll
+  for (int i = 0; i < P; ++i)
+    if (x[i] >= 0) {
+      const int32_t pos = seg_base[x[i]] + bitmap_rank(present, before, x[i], static_cast<uint32_t>(tid + i * nt));
+      sorted_ids[pos] = static_cast<int32_t>(ts[i]);
+      sorted_weights[pos] = wt[i];
+    }
+  const int32_t pad_id = (k << 24) | static_cast<int32_t>(rows);
+  pad_share(c, used, experts, block_size, pad_id, share, seg_end, seg_local, seg_total, max_padded, num_blocks, real,
+            sorted_ids, sorted_weights, expert_of_block, counts);
 }
 
 // Bits of expert + 1 for match_any (ids -1 .. E - 1 map to 0 .. E).
@@ -726,6 +963,14 @@ void RoutingPlan::launch(hy4::rt::Stream stream) const {
                a.moe_out.row_stride, hidden);
     return;
   }
+  if (bitmap_path(T, k, E, a.expert_mask != nullptr)) {
+    HY4_LAUNCH(routing_bitmap_kernel, dim3(static_cast<unsigned>(G)), dim3(static_cast<unsigned>(bitmap_threads(T, k, E))),
+               stream, static_cast<const int32_t*>(a.ids.data), a.ids.row_stride, static_cast<const float*>(a.weights.data),
+               a.weights.row_stride, T, k, E, a.expert_mask, a.num_rows, a.block_size, share, a.sorted_ids,
+               a.sorted_weights, a.expert_of_block, a.counts, static_cast<int32_t>(mp), static_cast<int32_t>(nb), moe,
+               a.moe_out.row_stride, hidden);
+    return;
+  }
   // Two kernels: the sort kernel may start while the count kernel runs (see the design note).
 #define HY4_SORT_ARGS(counts_ce, moe_rows)                                                                            \
   static_cast<const int32_t*>(a.ids.data), a.ids.row_stride, static_cast<const float*>(a.weights.data),           \
@@ -735,6 +980,13 @@ void RoutingPlan::launch(hy4::rt::Stream stream) const {
   if (one)
     HY4_LAUNCH(routing_sort_kernel<true>, dim3(static_cast<unsigned>(G)), block, stream,
                HY4_SORT_ARGS(static_cast<const int32_t*>(nullptr), moe));
+  else if (sort_bitmap(T, k, E))
+    HY4_LAUNCH_DEPENDENT_IF(true, routing_sort_bitmap_kernel, dim3(static_cast<unsigned>(G)), block, stream,
+                            static_cast<const int32_t*>(a.ids.data), a.ids.row_stride,
+                            static_cast<const float*>(a.weights.data), a.weights.row_stride, T, k, E, a.expert_mask,
+                            a.num_rows, ct, static_cast<const int32_t*>(a.workspace), C, a.block_size, share,
+                            a.sorted_ids, a.sorted_weights, a.expert_of_block, a.counts, static_cast<int32_t>(mp),
+                            static_cast<int32_t>(nb));
   else
     HY4_LAUNCH_DEPENDENT_IF(true, routing_sort_kernel<false>, dim3(static_cast<unsigned>(G)), block, stream,
                             HY4_SORT_ARGS(static_cast<const int32_t*>(a.workspace), static_cast<uint16_t*>(nullptr)));

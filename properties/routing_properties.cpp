@@ -378,6 +378,115 @@ TEST(RoutingProperties, DecodeLeaderWithTheMostBlocks) {
       }
 }
 
+// The bitmap path (64 < T*k <= kBitmapMaxEntries = 512 and E <= kBitmapMaxExperts = 256,
+// or a mask at T*k <= 512) on both sides of each of its splits:
+//  - the path: n = 64 | 65 (decode | bitmap), 512 | 513 (bitmap | block-scan sort) at k = 1,
+//    8, 32; E = 256 | 257 at n = 512; a mask at n <= 64 (bitmap, not decode);
+//  - its block: bitmap_threads = max(scan_threads(E), the power of two >= n), each side
+//    larger (E = 256 at n = 72; E = 33 at n = 512; E = 64 at n = 65);
+//  - the bitmap's words: n at 32 | 33, 480 | 481 and 512 (an entry in bit 31 of word 15);
+//  - the expert warps of the scan: E <= warpSize (one) | several (E = 33, 200, 256);
+//  - the padding: block_size 1 (none) .. 1024 (segments over several fill blocks' parts;
+//    at E = 256 and n = 512 the padded sizes sum to 2^18, the packed scan's widest);
+//  - every value kind, a device row count below T, moe_out rows.
+TEST(RoutingProperties, BitmapPathBothSidesOfItsSplits) {
+  HY4_REQUIRE_DEVICE();
+  struct Split { int64_t T; int k, E; bool mask; bool bitmap; };
+  const Split splits[] = {
+      {8, 8, 256, false, false},  {9, 8, 256, false, true},   {64, 1, 64, false, false}, {65, 1, 64, false, true},
+      {64, 8, 256, false, true},  {65, 8, 256, false, false}, {64, 8, 257, false, false}, {64, 8, 33, false, true},
+      {512, 1, 33, false, true},  {513, 1, 33, false, false}, {16, 32, 200, false, true}, {17, 32, 200, false, false},
+      {1, 8, 256, true, true},    {8, 8, 256, true, true},    {33, 1, 2, true, true},    {60, 8, 256, false, true},
+      {481, 1, 256, false, true}, {480, 1, 256, false, true}, {33, 1, 33, false, false},  {3, 32, 40, false, true},
+      {32, 1, 2, true, true},     {64, 8, 256, true, true}};
+  const int block_sizes[] = {1, 16, 64, 1024, 2};
+  for (const Split& sp : splits) {
+    ASSERT_EQ(RoutingPlan::bitmap_path(sp.T, sp.k, sp.E, sp.mask), sp.bitmap)
+        << "T " << sp.T << " k " << sp.k << " E " << sp.E << (sp.mask ? " mask" : "");
+    for (int v = 0; v < 5; ++v) {
+      RoutingShape sh;
+      sh.T = sp.T;
+      sh.k = sp.k;
+      sh.E = sp.E;
+      sh.block_size = block_sizes[(v + sp.k) % 5];
+      sh.values = static_cast<RoutingValues>(v);
+      sh.has_mask = sp.mask;
+      sh.has_num_rows = v % 2 == 1;
+      sh.num_rows = sp.T - 1 - v;
+      sh.hidden = v == 2 ? 3 : 0;
+      sh.ids_pad = v % 3;
+      const std::string name = "routing.Bitmap.T" + std::to_string(sp.T) + "k" + std::to_string(sp.k) + "E" +
+                               std::to_string(sp.E) + "bs" + std::to_string(sh.block_size) + "v" + std::to_string(v) +
+                               (sp.mask ? "mask" : "");
+      EXPECT_TRUE(routing_case_passes(make_routing_case(static_cast<uint64_t>(sp.T * 313 + sp.k * 17 + sp.E + v), sh), name))
+          << (sp.bitmap ? "bitmap path" : "other path") << ", " << RoutingPlan::bitmap_threads(sp.T, sp.k, sp.E) << " threads";
+    }
+  }
+  EXPECT_EQ(RoutingPlan::bitmap_threads(9, 8, 256), 256);  // E decides
+  EXPECT_EQ(RoutingPlan::bitmap_threads(64, 8, 33), 512);  // n decides
+  EXPECT_EQ(RoutingPlan::bitmap_threads(65, 1, 64), 128);
+  EXPECT_EQ(RoutingPlan::bitmap_threads(1, 8, 2), 64);     // at least a wave64
+}
+
+// The bitmap path's widest rows: all 512 entries on one expert (the first, the last, one in
+// between) at block_size 1 and 1024, so one row holds every bit and the expert's padded
+// size is the largest the packed scan carries; and one entry fewer.
+TEST(RoutingProperties, BitmapOneExpertHoldsEveryEntry) {
+  HY4_REQUIRE_DEVICE();
+  const int64_t B = RoutingPlan::kBitmapMaxEntries;
+  for (int k : {1, 8})
+    for (int64_t n : {B, B - 1})
+      for (int bs : {1, 1024}) {
+        RoutingShape sh;
+        sh.k = k;
+        sh.T = (n + k - 1) / k;
+        sh.E = 256;
+        sh.block_size = bs;
+        ASSERT_TRUE(RoutingPlan::bitmap_path(sh.T, k, sh.E, false));
+        for (int expert : {0, 129, 255}) {
+          RoutingCase c = make_routing_case(static_cast<uint64_t>(n * 5 + k + bs + expert), sh);
+          for (int64_t t = 0; t < sh.T; ++t)
+            for (int s = 0; s < k; ++s)
+              c.ids[t * c.ids_stride() + s] = t * k + s < n ? static_cast<uint32_t>(expert) : static_cast<uint32_t>(-1);
+          EXPECT_TRUE(routing_case_passes(c, "routing.BitmapOneExpert.k" + std::to_string(k) + "n" + std::to_string(n) +
+                                                 "bs" + std::to_string(bs) + "x" + std::to_string(expert)));
+        }
+      }
+}
+
+// The two-kernel sort's bitmap ranking (RoutingPlan::sort_bitmap: chunk_tokens(T) x k <= 512
+// entries, E <= 256) on both sides of its split: chunks of 512 | 520 entries (k = 8 at T =
+// 4096 | 4097, k = 4 at 8192 | 8193, k = 1 at 32768 | 32769), E = 256 | 257; the first
+// two-kernel T (257 at k = 8: 5 chunks, 18 padding blocks, so blocks past the chunks only pad);
+// a mask and a device row count (the last chunk partly real).
+TEST(RoutingProperties, SortBitmapBothSidesOfItsSplit) {
+  HY4_REQUIRE_DEVICE();
+  struct Split { int64_t T; int k, E, bs; bool bitmap; };
+  const Split splits[] = {{4096, 8, 256, 64, true}, {4097, 8, 256, 64, false}, {8192, 4, 40, 16, true},
+                          {8193, 4, 40, 16, false}, {32768, 1, 2, 1, true},   {32769, 1, 2, 1, false},
+                          {257, 8, 256, 64, true},  {257, 8, 257, 64, false}, {2049, 1, 33, 1024, true},
+                          {300, 8, 200, 2, true}};
+  for (const Split& sp : splits)
+    for (bool mask : {false, true}) {
+      ASSERT_EQ(RoutingPlan::sort_bitmap(sp.T, sp.k, sp.E), sp.bitmap) << "T " << sp.T << " k " << sp.k << " E " << sp.E;
+      ASSERT_FALSE(RoutingPlan::one_kernel(sp.T, sp.k));
+      RoutingShape sh;
+      sh.T = sp.T;
+      sh.k = sp.k;
+      sh.E = sp.E;
+      sh.block_size = sp.bs;
+      sh.has_mask = mask;
+      sh.has_num_rows = mask;
+      sh.num_rows = sp.T - 37;
+      sh.values = mask ? RoutingValues::Mixed : RoutingValues::TopkLike;
+      const std::string name = "routing.SortBitmap.T" + std::to_string(sp.T) + "k" + std::to_string(sp.k) + "E" +
+                               std::to_string(sp.E) + (mask ? "mask" : "");
+      EXPECT_TRUE(routing_case_passes(make_routing_case(static_cast<uint64_t>(sp.T * 3 + sp.E + mask), sh), name))
+          << (sp.bitmap ? "bitmap ranking, " : "ballot ranking, ") << RoutingPlan::chunks(sp.T) << " chunks of "
+          << RoutingPlan::chunk_tokens(sp.T) << " tokens";
+    }
+}
+
 // The offsets block is RoutingPlan::scan_threads(E) threads (64, 128, 256 or 512):
 // E on both sides of every size, with a mask (the local-id scan) and padding.
 TEST(RoutingProperties, EveryOffsetsBlockSizeBothSides) {

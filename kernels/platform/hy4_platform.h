@@ -31,6 +31,9 @@
 //                               ends (CUDA sm_90: a programmatic dependent launch; HIP: plain
 //                               launches, in order; the CPU: the primary is held back until
 //                               the dependent's threads wait for it).  With p / d false, HY4_LAUNCH.
+//   hy4::dev::shared_or(arr, i, v)   arr[i] |= v on a shared array as one atomic read-modify-
+//                               write (GPUs: atomicOr; the CPU: a fiber runs to its next
+//                               collective, so the plain or is already atomic)
 //   hy4::dev::launch_dependents()  in a primary: the dependent may start now
 //   hy4::dev::wait_prior_grid()    in a dependent: waits until the primary has ended and its
 //                               writes are seen; every thread calls it, before reading what
@@ -110,6 +113,8 @@ inline bool all(bool p) { return ::hy4::cpu::warp_all(p); }
 inline void sync_warp() { ::hy4::cpu::warp_sync(); }
 inline int lowest_lane(uint64_t m) { return __builtin_ctzll(m); }
 inline void launch_dependents() {}  // the CPU runtime holds the primary back instead
+template <class T>
+inline void shared_or(::hy4::cpu::SharedArray<T> arr, int i, T v) { arr[i] = static_cast<T>(arr[i]) | v; }
 inline void wait_prior_grid() { ::hy4::cpu::wait_prior_grid(); }
 #elif defined(HY4_BACKEND_HIP)
 // Debian's HIP 5.2 __syncthreads calls __work_group_barrier, which needs the OpenCL
@@ -132,6 +137,8 @@ __device__ __forceinline__ bool all(bool p) { return __all(p); }
 // A wave runs in lockstep; what is needed is that the compiler keeps LDS accesses in
 // order around this point and that they complete (wavefront-scope fence).
 __device__ __forceinline__ int lowest_lane(uint64_t m) { return __builtin_ctzll(m); }
+template <class T>
+__device__ __forceinline__ void shared_or(T* arr, int i, T v) { atomicOr(arr + i, v); }
 // HIP has no dependent launch: the pair's launches run in stream order.
 __device__ __forceinline__ void launch_dependents() {}
 __device__ __forceinline__ void wait_prior_grid() {}
@@ -155,6 +162,8 @@ __device__ __forceinline__ bool any(bool p) { return __any_sync(kFullMask, p) !=
 __device__ __forceinline__ bool all(bool p) { return __all_sync(kFullMask, p) != 0; }
 __device__ __forceinline__ void sync_warp() { __syncwarp(kFullMask); }
 __device__ __forceinline__ int lowest_lane(uint64_t m) { return __ffsll(static_cast<long long>(m)) - 1; }
+template <class T>
+__device__ __forceinline__ void shared_or(T* arr, int i, T v) { atomicOr(arr + i, v); }
 // PTX griddepcontrol (sm_90): both are no-ops in a launch without the PDL attribute.
 __device__ __forceinline__ void launch_dependents() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
