@@ -18,8 +18,9 @@
 // - The device row count is clamped to [0, T]; without one every row is real.
 // - Weights are copied bit for bit (a NaN weight stays the NaN it was).
 // - The same (t) may name one expert in several slots: each is an entry.
-// - Deterministic: positions come from counts and prefix sums only (no atomics, no
-//   order that depends on scheduling), so results are bitwise comparable everywhere.
+// - Deterministic: positions come from counts and prefix sums only (no atomics but ORs of
+//   distinct bits into a shared bitmap, which commute; no order that depends on scheduling),
+//   so results are bitwise comparable everywhere.
 #pragma once
 
 #include <algorithm>

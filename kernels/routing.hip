@@ -1,8 +1,9 @@
 // routing.hip: the MoE token sort (see routing.h for the contract), one source for
 // HIP, CUDA and the CPU executor.
 //
-// Design: every position comes from counts and prefix sums (no atomics), and an entry's
-// rank among the entries of its expert from ballots, so results are the same bits
+// Design: every position comes from counts and prefix sums (no atomics but the bitmap
+// paths' ORs of distinct bits, which commute), and an entry's rank among the entries of its
+// expert from ballots or from a presence bitmap, so results are the same bits
 // whatever the warp size, the block order or the scheduling.  Work is O(T*k + E) per
 // block, not O(E * T*k).
 //  - A warp walks a contiguous run of entries j = t*k + s, warpSize at a time ((t, s)
@@ -73,7 +74,9 @@
 //     zero-fills moe_out rows); routing_sort_kernel (max(chunks, fill_blocks) blocks)
 //     block c sums count[.][e] over all chunks (its expert's total) and over chunks below
 //     c (its chunk's start), all reads in flight, then ranks and writes chunk c's entries
-//     (blocks past the chunks rank nothing) and its share of the padding.
+//     (blocks past the chunks rank nothing) and its share of the padding.  With chunks of
+//     at most 512 entries and E <= 256 (RoutingPlan::sort_bitmap; HY V4's T = 257 .. 4096)
+//     routing_sort_bitmap_kernel does the same, the chunk ranked from a presence bitmap.
 //     The sort kernel is the count kernel's dependent launch (HY4_LAUNCH_DEPENDENT_IF;
 //     CUDA: programmatic dependent launch): the count kernel lets it start at its top, and
 //     the sort kernel reads its ids and counts its own chunk before dev::wait_prior_grid(),
@@ -594,7 +597,10 @@ HY4_DEVICE int32_t bitmap_rank(SharedU present, SharedI before, int x, uint32_t 
 //    all reads independent; thread e writes its segment's blocks; each only inside its
 //    block's part (the prefill's owner, so no slot is written by two blocks).
 // Bounded by its dependent chain: the reads, three barriers, one row of 16 shared words and a
-// five-step scan; no loop depends on the data.
+// five-step scan; no loop depends on the data.  (H100, T = 64: 4.27 -> 2.53 us against the
+// block-scan sort kernel; 584 static SASS instructions against its 3168.)  At decode sizes the
+// decode kernel stays: T = 1 2.30 against 1.76 (x1.31); T = 8 2.30 against 2.67 (x0.86), a
+// split at one entry per lane not yet made (docs/MEASUREMENTS.md, twenty-fifth session).
 // Shared: E x 17 words twice (the odd stride makes thread e's reads of word w conflict-free),
 // 35 KiB at E = 256: one block per CU on gfx942 (64 KiB of LDS), 2 waves/SIMD at 512
 // threads, 1 at 256; latency bound like the other one-kernel paths, one wave per SIMD is its need.
@@ -856,7 +862,8 @@ __global__ void HY4_LAUNCH_BOUNDS_ONE_BLOCK(RoutingPlan::kMaxThreads)
 // chunk, before[e][.]) before it waits for the count kernel; then the count-matrix reads, the
 // segment scan, and each entry's place = seg_base[x] + bitmap_rank; then its padding share.
 // Against the ballot ranking: no match masks, no per-warp histogram rows and their sums, no
-// warp-serial leader updates; three barriers.
+// warp-serial leader updates; three barriers.  (H100, T = 512 / 4096: 6.80 / 7.24 -> 6.30 /
+// 6.81 us.)
 // AMD budget: routing_sort_bitmap_kernel >= 1 waves/SIMD
 __global__ void HY4_LAUNCH_BOUNDS_ONE_BLOCK(RoutingPlan::kMaxThreads)
     routing_sort_bitmap_kernel(const int32_t* ids, int64_t ids_stride, const float* weights, int64_t weights_stride,
