@@ -70,7 +70,8 @@ RoutingCase make_routing_case(uint64_t seed, const RoutingShape& shape) {
 // generator and the properties cross each, on both sides, at warp 32 and 64 (cpu32 / cpu64):
 //   path                one kernel (T*k <= 2048) | two kernels (T*k > 2048): T = 256 / 257 at
 //                       k = 8, 2048 / 2049 at k = 1, 64 / 65 at k = 32 (EveryPathAndGridSplit)
-//   bitmap path         64 < T*k <= 512 and E <= 256, or a mask at T*k <= 512: T*k 64 | 65,
+//   decode path         T*k <= 32, no mask: one entry per lane (DecodePathBothSidesOfItsSplit)
+//   bitmap path         32 < T*k <= 512 and E <= 256, or a mask at T*k <= 512: T*k 32 | 33,
 //                       512 | 513, E 256 | 257; its block max(scan_threads(E), pow2 >= T*k)
 //                       either side larger; words of 32 entries 1 .. 16; one expert warp |
 //                       several (BitmapPathBothSidesOfItsSplits, BitmapOneExpertHoldsEveryEntry)

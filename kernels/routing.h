@@ -69,9 +69,10 @@ class RoutingPlan {
   static constexpr int scan_threads(int experts) { return pow2_threads(experts, 64, kMaxThreads); }
   static bool one_kernel(int64_t T, int k) { return T * k <= kSingleMaxEntries; }
   // T*k at most this and no expert mask: the one kernel's warp-only decode path (every
-  // entry in a lane of one warp, two per lane past warpSize; no histogram, no block scan;
-  // routing.hip says how).
-  static constexpr int64_t kDecodeMaxEntries = 64;
+  // entry in a lane of one warp, at warp 32 and 64 alike; no histogram, no block scan;
+  // routing.hip says how).  Above it the bitmap path (H100, T = 8: 2.30 us against 2.67 for
+  // the decode kernel with two entries per lane, which it replaced).
+  static constexpr int64_t kDecodeMaxEntries = 32;
   static bool decode_path(int64_t T, int k, bool masked) { return T * k <= kDecodeMaxEntries && !masked; }
   // T*k at most kBitmapMaxEntries, E at most kBitmapMaxExperts, not the decode path: the one
   // kernel's bitmap path (one entry per thread, a presence bitmap of entries per expert in
@@ -97,6 +98,7 @@ class RoutingPlan {
   // A block of fewer threads than a wave64 would have no whole warp there (0 warps: the
   // padding loop's stride would be 0, a hang on the GPU and on the executor alike).
   static_assert(kDecodeMaxThreads >= 64, "the decode kernel's blocks hold whole wave64s");
+  static_assert(kDecodeMaxEntries <= 32, "the decode kernel holds one entry per lane of a warp of 32 or 64");
   static int decode_threads(int64_t T, int k, int experts) {
     const int n = block_threads(T, k, experts);
     return n < kDecodeMaxThreads ? n : kDecodeMaxThreads;

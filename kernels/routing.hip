@@ -39,22 +39,18 @@
 //     16 at HY V4's E = 256, block 64, T = 1) ranks all entries itself (at most 2048, a few
 //     groups per warp; the ids are 8 KiB of L2) and writes its part of the slots and blocks
 //     (the prefill, then the entries and used blocks in it), so one graph node does all.
-//     Decode (T*k <= kDecodeMaxEntries = 64, no expert mask): every entry fits a lane of
-//     one warp (two per lane past warpSize), so each warp of each block does the whole
-//     ranking by itself, without the histogram, the block scan or a barrier
-//     (decode_entries): lane l holds entries l (and l + warpSize); the entries of the same
-//     expert (match_any, CUDA's MATCH.ANY; with two per lane, one ballot per bit of the
-//     expert) give an entry's rank (those before it in j order, as on the other paths)
-//     and the expert's leader (rank 0) its padded size; an entry's segment starts after
-//     the padded sizes of every smaller expert that has entries (one entry per lane: a
-//     walk over the lanes, shuffles; two per lane: a bit-serial compare over ballots of
-//     the leaders' expert bits and a sum over ballots of their block counts' bits, H100
-//     T = 8 x0.95, routing.decode-starts-by-bit-ballots-past-one-per-lane).  Experts
-//     without entries have empty segments, and without a mask an expert's local id is
-//     the expert, so nothing needs the other E - 64 experts.  (H200, k = 8: T = 1 3.17 ->
-//     2.36 us when the padding was dealt out by leader number instead of walked by every
-//     warp, a scheme the prefill has since replaced; T = 8 4.40 -> 4.05 with two entries
-//     per lane instead of the block-scan path.)
+//     Decode (T*k <= kDecodeMaxEntries = 32, no expert mask): every entry fits a lane of
+//     one warp, so each warp of each block does the whole ranking by itself, without the
+//     histogram, the block scan or a barrier (decode_entries): lane l holds entry l; the
+//     entries of the same expert (match_any, CUDA's MATCH.ANY) give an entry's rank (those
+//     before it in j order, as on the other paths) and the expert's leader (rank 0) its
+//     padded size; an entry's segment starts after the padded sizes of every smaller
+//     expert that has entries (a walk over the lanes, shuffles).  Experts without entries
+//     have empty segments, and without a mask an expert's local id is the expert, so
+//     nothing needs the other E - 32 experts.  (Up to the twenty-fifth session the path
+//     went to 64 entries, two per lane past warpSize, with ballots for the starts; the
+//     bitmap kernel took T = 8 from 2.67 to 2.30 us there, H100, and the decode kernel
+//     stays where it wins: T = 1 1.76 against the bitmap kernel's 2.30.)
 //     Each warp of the grid owns a part of the slots and blocks (the prefill above, per
 //     warp: a warp barrier orders it before the same warp's entries), so no warp writes
 //     another's slot.  (Reading the device row count after the id reads, and finding an
@@ -66,7 +62,7 @@
 //     block_threads(), one per SM sub-partition, since every warp's ranking is
 //     issue-bound; H100, T = 8: x0.86).
 //     Bitmap path (RoutingPlan::bitmap_path: T*k <= kBitmapMaxEntries = 512, E <= 256, not
-//     the decode path; HY V4's T = 9 .. 64): routing_bitmap_kernel instead of the sort
+//     the decode path; HY V4's T = 5 .. 64): routing_bitmap_kernel instead of the sort
 //     kernel, one entry per thread, the ranking from a presence bitmap of the entries per
 //     expert in shared memory (its design is written above it).
 //  2. Otherwise TWO kernels over chunks of chunk_tokens(T) tokens (64 until the cap of 64
@@ -378,19 +374,15 @@ HY4_DEVICE inline void write_segment_blocks(int32_t first, int32_t last, int32_t
     expert_of_block[q] = local;
 }
 
-// The decode path's ranking (RoutingPlan::decode_path: n = T*k <= 64 entries, no mask),
-// done by each calling warp alone: lane l holds entries j = l + p warpSize, p < P (P = 1
-// while n <= warpSize, else 2).  The warp first prefills its part of the slots and blocks
-// (part gw of the grid's warps), and at the end writes the entries and used blocks that fall
-// in it, and counts (the grid's warp 0).
-//  - same[p][q]: the lanes of group q holding my entry p's expert: match_any for P = 1;
-//    for P = 2 one ballot per bit of expert + 1 and group, a lane keeping the lanes that
-//    agree with its value on every bit (and hold an entry).
-//  - An entry's rank in its expert = its expert's entries in earlier groups + in its group
-//    below its lane (j order); rank 0 is the expert's leader, which holds its padded size.
-//  - Its segment starts after the padded sizes of every smaller expert's leader (a loop
-//    over the lanes that hold entries, shuffles).
-template <int P>
+// The decode path's ranking (RoutingPlan::decode_path: n = T*k <= 32 entries, no mask),
+// done by each calling warp alone: lane l holds entry j = l.  The warp first prefills its
+// part of the slots and blocks (part gw of the grid's warps), and at the end writes the
+// entries and used blocks that fall in it, and counts (the grid's warp 0).
+//  - same: the lanes holding my entry's expert (match_any: CUDA's MATCH.ANY, else ballots).
+//  - An entry's rank in its expert = its expert's entries below its lane (j order); rank 0
+//    is the expert's leader, which holds its padded size.
+//  - Its segment starts after the padded sizes of every smaller expert's leader (a walk over
+//    the lanes that hold entries, shuffles).
 HY4_DEVICE inline void decode_entries(const EntryReader& r, const float* weights, int64_t weights_stride, uint32_t n,
                                       int block_size, int32_t pad_id, SortShares share, int32_t max_padded,
                                       int32_t num_blocks, int64_t real, int32_t* sorted_ids, float* sorted_weights,
@@ -399,126 +391,49 @@ HY4_DEVICE inline void decode_entries(const EntryReader& r, const float* weights
   const int warps = static_cast<int>(blockDim.x) / ws, warp = static_cast<int>(threadIdx.x) / ws;
   const int gw = static_cast<int>(blockIdx.x) * warps + warp;  // this warp's number in the grid
   const uint64_t below = (uint64_t{1} << lane) - 1;  // lane < 64
-  uint32_t t[P], s[P];
-  int32_t id[P];
-  int x[P];
-  float wt[P];
-#pragma unroll
-  for (int p = 0; p < P; ++p) {
-    const uint32_t j = static_cast<uint32_t>(p * ws + lane);
-    t[p] = j / r.k;
-    s[p] = j - t[p] * r.k;
-    id[p] = r.raw_id(j, t[p], s[p], n);
-    wt[p] = j < n ? weights[static_cast<int64_t>(t[p]) * weights_stride + s[p]] : 0.0f;
-  }
+  const uint32_t j = static_cast<uint32_t>(lane);
+  const uint32_t t = j / r.k, s = j - t * r.k;
+  const int32_t id = r.raw_id(j, t, s, n);
+  const float wt = j < n ? weights[static_cast<int64_t>(t) * weights_stride + s] : 0.0f;
   // The warp's part of the slots and blocks, as if unused, while the reads are in flight.
   uint32_t p0, p1, q0, q1;
   prefill_part(gw, ws, lane, pad_id, share, max_padded, num_blocks, sorted_ids, sorted_weights, expert_of_block, p0,
                p1, q0, q1);
+  const int x = r.expert_of(j, id);
+  const uint64_t same = dev::match_any(static_cast<uint32_t>(x + 1), r.bits);  // few entries: MATCH.ANY on CUDA
+  const int32_t rank = __builtin_popcountll(same & below);
+  const bool leader = x >= 0 && rank == 0;
+  const int32_t padded = leader ? padded_size(__builtin_popcountll(same), block_size) : 0;
+  const int32_t lead_x = leader ? x : -1;
+  // My expert's segment start: the padded sizes of the leaders of smaller experts, by a walk
+  // over the lanes holding entries.  Eight lanes' shuffles in flight per step (H200, T = 8:
+  // 4.01 -> 3.88 us, when unrolled by eight), by a fixed inner count: for `#pragma unroll 8`
+  // over the run-time count, clang warned "loop not unrolled" (the body's shuffles are
+  // convergent), so the AMD build kept the walk rolled; H100 x0.98 at T = 1.  A step reads
+  // lanes L0 .. L0 + 7, all below ws (L0 < lanes <= ws; L0 and ws are multiples of 8); lanes
+  // past n hold no leader (lead_x -1, padded 0) and add nothing.
+  int32_t used = 0, start = 0;
+  const uint32_t lanes = n < static_cast<uint32_t>(ws) ? n : static_cast<uint32_t>(ws);
+  for (uint32_t L0 = 0; L0 < lanes; L0 += 8) {  // warp-uniform
 #pragma unroll
-  for (int p = 0; p < P; ++p) x[p] = r.expert_of(static_cast<uint32_t>(p * ws + lane), id[p]);
-  uint64_t same[P][P];
-  if constexpr (P == 1) {
-    same[0][0] = dev::match_any(static_cast<uint32_t>(x[0] + 1), r.bits);  // few entries: MATCH.ANY on CUDA
-  } else {
-#pragma unroll
-    for (int q = 0; q < P; ++q) {
-      const uint64_t holds = dev::ballot(x[q] >= 0);
-#pragma unroll
-      for (int p = 0; p < P; ++p) same[p][q] = holds;
-      for (int b = 0; b < r.bits; ++b) {  // warp-uniform
-        const uint64_t on = dev::ballot(((static_cast<uint32_t>(x[q] + 1) >> b) & 1u) != 0);
-#pragma unroll
-        for (int p = 0; p < P; ++p) same[p][q] &= ((static_cast<uint32_t>(x[p] + 1) >> b) & 1u) ? on : ~on;
-      }
-    }
-  }
-  int32_t rank[P], cnt[P], padded[P], lead_x[P], start[P];
-#pragma unroll
-  for (int p = 0; p < P; ++p) {
-    rank[p] = __builtin_popcountll(same[p][p] & below);
-    cnt[p] = 0;
-#pragma unroll
-    for (int q = 0; q < P; ++q) {
-      cnt[p] += __builtin_popcountll(same[p][q]);
-      if (q < p) rank[p] += __builtin_popcountll(same[p][q]);
-    }
-    const bool leader = x[p] >= 0 && rank[p] == 0;
-    if (x[p] < 0) cnt[p] = 0;
-    padded[p] = leader ? padded_size(cnt[p], block_size) : 0;
-    lead_x[p] = leader ? x[p] : -1;
-    start[p] = 0;
-  }
-  // My experts' segment starts: the padded sizes of the leaders of smaller experts.
-  int32_t used = 0;
-  if constexpr (P == 1) {  // n <= warpSize: a walk over the lanes holding entries
-    const uint32_t lanes = n < static_cast<uint32_t>(ws) ? n : static_cast<uint32_t>(ws);
-    // Eight lanes' shuffles in flight per step (H200, T = 8: 4.01 -> 3.88 us, when unrolled
-    // by eight), by a fixed inner count: for `#pragma unroll 8` over the run-time count,
-    // clang warned "loop not unrolled" (the body's shuffles are convergent), so the AMD
-    // build kept the walk rolled; H100 x0.98 at T = 1.  A step reads lanes L0 .. L0 + 7, all
-    // below ws (L0 < lanes <= ws; L0 and ws are multiples of 8); lanes past n hold no
-    // leader (lead_x -1, padded 0) and add nothing.
-    for (uint32_t L0 = 0; L0 < lanes; L0 += 8) {  // warp-uniform
-#pragma unroll
-      for (int u = 0; u < 8; ++u) {
-        const int L = static_cast<int>(L0) + u;
-        const int32_t y = dev::shfl_idx(lead_x[0], L);
-        const int32_t py = dev::shfl_idx(padded[0], L);
-        used += py;
-        if (y >= 0 && y < x[0]) start[0] += py;
-      }
-    }
-  } else {
-    // Two entries per lane (n > warpSize): bit-serially over ballots instead of that walk
-    // (H100, T = 8: x0.95; at every n the ballots were x1.03 at T = 1, whose eight lanes make
-    // a short walk).  For each leader set q, the leaders whose expert is below mine come
-    // from one ballot per bit of the expert, most significant first (eq: the leaders equal
-    // to mine so far, lt: below), and a masked sum of padded sizes from one ballot per bit
-    // of a padded size in blocks (at most ceil(n / block_size) blocks: one bit at HY V4's
-    // decode, block 64).  An entry with x < 0 gets a meaningless start, never used.
-    const int bs_log2 = dev::lowest_lane(static_cast<uint64_t>(block_size));  // slots = blocks << bs_log2
-    const uint32_t units_max = static_cast<uint32_t>(whole_blocks(padded_size(static_cast<int32_t>(n), block_size), block_size));
-#pragma unroll
-    for (int q = 0; q < P; ++q) {
-      const uint64_t leaders_q = dev::ballot(lead_x[q] >= 0);
-      uint64_t eq[P], lt[P];
-#pragma unroll
-      for (int p = 0; p < P; ++p) {
-        eq[p] = leaders_q;
-        lt[p] = 0;
-      }
-      for (int b = r.bits - 1; b >= 0; --b) {  // warp-uniform
-        const uint64_t on = dev::ballot(((lead_x[q] >> b) & 1) != 0);
-#pragma unroll
-        for (int p = 0; p < P; ++p) {
-          const uint64_t mine_on = ((x[p] >> b) & 1) ? ~uint64_t{0} : uint64_t{0};
-          lt[p] |= eq[p] & ~on & mine_on;
-          eq[p] &= ~(on ^ mine_on);
-        }
-      }
-      const uint32_t units = static_cast<uint32_t>(whole_blocks(padded[q], block_size));
-      for (int i = 0; (1u << i) <= units_max; ++i) {  // warp-uniform
-        const uint64_t ub = dev::ballot(((units >> i) & 1u) != 0);
-        used += __builtin_popcountll(ub) << (i + bs_log2);
-#pragma unroll
-        for (int p = 0; p < P; ++p) start[p] += __builtin_popcountll(lt[p] & ub) << (i + bs_log2);
-      }
+    for (int u = 0; u < 8; ++u) {
+      const int L = static_cast<int>(L0) + u;
+      const int32_t y = dev::shfl_idx(lead_x, L);
+      const int32_t py = dev::shfl_idx(padded, L);
+      used += py;
+      if (y >= 0 && y < x) start += py;
     }
   }
   // Over the prefill (the same lanes' earlier writes, ordered by the warp barrier): the
   // entries and the used blocks that fall in this warp's part.  Every warp holds every
   // entry and every leader, so each slot and block is written by its part's warp alone.
   dev::sync_warp();
-#pragma unroll
-  for (int p = 0; p < P; ++p) {
-    const int32_t pos = start[p] + rank[p];
-    if (x[p] >= 0 && pos >= static_cast<int32_t>(p0) && pos < static_cast<int32_t>(p1)) {
-      sorted_ids[pos] = static_cast<int32_t>((s[p] << 24) | t[p]);
-      sorted_weights[pos] = wt[p];
-    }
-    if (lead_x[p] >= 0) write_segment_blocks(start[p], start[p] + padded[p], x[p], block_size, q0, q1, expert_of_block);
+  const int32_t pos = start + rank;
+  if (x >= 0 && pos >= static_cast<int32_t>(p0) && pos < static_cast<int32_t>(p1)) {
+    sorted_ids[pos] = static_cast<int32_t>((s << 24) | t);
+    sorted_weights[pos] = wt;
   }
+  if (lead_x >= 0) write_segment_blocks(start, start + padded, x, block_size, q0, q1, expert_of_block);
   if (gw == 0 && lane == 0) {
     counts[0] = used;
     counts[1] = static_cast<int32_t>(real);
@@ -538,12 +453,8 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
   const EntryReader r{ids, ids_stride, static_cast<uint32_t>(k), experts, nullptr, static_cast<uint32_t>(real * k), bits};
   const int32_t pad_id = (k << 24) | static_cast<int32_t>(rows);
   const uint32_t n = static_cast<uint32_t>(rows * k);
-  if (n <= static_cast<uint32_t>(dev::warp_size()))
-    decode_entries<1>(r, weights, weights_stride, n, block_size, pad_id, share, max_padded, num_blocks, real, sorted_ids,
-                      sorted_weights, expert_of_block, counts);
-  else
-    decode_entries<2>(r, weights, weights_stride, n, block_size, pad_id, share, max_padded, num_blocks, real, sorted_ids,
-                      sorted_weights, expert_of_block, counts);
+  decode_entries(r, weights, weights_stride, n, block_size, pad_id, share, max_padded, num_blocks, real, sorted_ids,
+                 sorted_weights, expert_of_block, counts);
   if (moe_out) zero_moe_rows(moe_out, moe_stride, rows, hidden);
 }
 
@@ -582,7 +493,7 @@ HY4_DEVICE int32_t bitmap_rank(SharedU present, SharedI before, int x, uint32_t 
   return before[at] + __builtin_popcount(present[at] & ((1u << (l & 31u)) - 1u));
 }
 
-// The bitmap path (RoutingPlan::bitmap_path: 64 < n = T*k <= 512, or a mask with n <= 512;
+// The bitmap path (RoutingPlan::bitmap_path: 32 < n = T*k <= 512, or a mask with n <= 512;
 // E <= 256): one kernel, every block ranks all entries, one entry per thread, with three
 // block barriers and no ballots.  (HY V4's T = 64 is n = 512.)
 //  - Thread j reads entry j (and its weight), prefills its block's part of the slots and
@@ -598,9 +509,9 @@ HY4_DEVICE int32_t bitmap_rank(SharedU present, SharedI before, int x, uint32_t 
 //    block's part (the prefill's owner, so no slot is written by two blocks).
 // Bounded by its dependent chain: the reads, three barriers, one row of 16 shared words and a
 // five-step scan; no loop depends on the data.  (H100, T = 64: 4.27 -> 2.53 us against the
-// block-scan sort kernel; 584 static SASS instructions against its 3168.)  At decode sizes the
-// decode kernel stays: T = 1 2.30 against 1.76 (x1.31); T = 8 2.30 against 2.67 (x0.86), a
-// split at one entry per lane not yet made (docs/MEASUREMENTS.md, twenty-fifth session).
+// block-scan sort kernel; 584 static SASS instructions against its 3168.  T = 8: 2.30
+// against the decode kernel's two entries per lane, 2.67; T = 1: 2.30 against its 1.76, so
+// the decode kernel keeps T*k <= 32: docs/MEASUREMENTS.md, twenty-fifth session.)
 // Shared: E x 17 words twice (the odd stride makes thread e's reads of word w conflict-free),
 // 35 KiB at E = 256: one block per CU on gfx942 (64 KiB of LDS), 2 waves/SIMD at 512
 // threads, 1 at 256; latency bound like the other one-kernel paths, one wave per SIMD is its need.

@@ -265,14 +265,13 @@ TEST(RoutingProperties, EveryPathAndGridSplitBothSides) {
   EXPECT_GT(RoutingPlan::chunks(4096), 5);
 }
 
-// The one kernel's decode path (T*k <= RoutingPlan::kDecodeMaxEntries = 64, no mask: one
-// warp ranks every entry, two per lane past warpSize) on both sides of its splits: at each
-// k = 1 .. 32, T = 1, 2, the last two T with T*k <= 32 and the first past it (one entry per
-// lane | two at warp 32), and the same around 64 (decode | block scan); every kind of values (ids repeated in a
+// The one kernel's decode path (T*k <= RoutingPlan::kDecodeMaxEntries = 32, no mask: one
+// warp ranks every entry, one per lane) on both sides of its split: at each k = 1 .. 32,
+// T = 1, 2, the last two T with T*k <= 32 and the first past it (decode | bitmap); every kind of values (ids repeated in a
 // row, -1 and out-of-range ids, one expert holding most entries), the device row count below
 // T, block sizes from 1 (no padding) to 1024 (experts' padding over several fill blocks'
 // warps), E from k to 512, each once without a mask (the decode path) and once with one
-// (the block-scan path).
+// (the bitmap path).
 TEST(RoutingProperties, DecodePathBothSidesOfItsSplit) {
   HY4_REQUIRE_DEVICE();
   const int64_t D = RoutingPlan::kDecodeMaxEntries;
@@ -301,12 +300,12 @@ TEST(RoutingProperties, DecodePathBothSidesOfItsSplit) {
                                    std::to_string(sh.E) + "bs" + std::to_string(sh.block_size) + "v" + std::to_string(v) +
                                    (mask ? "mask" : "");
           EXPECT_TRUE(routing_case_passes(make_routing_case(static_cast<uint64_t>(T * 131 + k * 7 + v + mask), sh), name))
-              << (RoutingPlan::decode_path(T, k, mask) ? "decode path" : "block-scan path");
+              << (RoutingPlan::decode_path(T, k, mask) ? "decode path" : "bitmap or block-scan path");
         }
   }
-  EXPECT_EQ(decode_cases, 205);  // 41 (T, k) at or below the split, 5 value kinds each, no mask
-  EXPECT_TRUE(RoutingPlan::decode_path(8, 8, false));
-  EXPECT_FALSE(RoutingPlan::decode_path(9, 8, false));
+  EXPECT_EQ(decode_cases, 115);  // 23 (T, k) at or below the split, 5 value kinds each, no mask
+  EXPECT_TRUE(RoutingPlan::decode_path(4, 8, false));
+  EXPECT_FALSE(RoutingPlan::decode_path(5, 8, false));
   EXPECT_FALSE(RoutingPlan::decode_path(1, 8, true));
   // Its grid: blocks of at most 128 threads, as many more blocks as block_threads() has
   // threads over that (max_padded / 1024 fill blocks, at most 128): the same warps.
@@ -328,8 +327,8 @@ TEST(RoutingProperties, DecodeStartsBothSidesOfOneBlockPerExpert) {
   HY4_REQUIRE_DEVICE();
   struct Split { int64_t T; int k, bs; };
   const Split splits[] = {{15, 1, 16}, {16, 1, 16}, {17, 1, 16}, {4, 4, 16}, {5, 4, 16}, {31, 1, 32},
-                          {32, 1, 32}, {33, 1, 32}, {4, 8, 32}, {5, 8, 32}, {7, 8, 64}, {8, 8, 64},
-                          {63, 1, 64}, {64, 1, 64}, {2, 32, 64}, {1, 1, 1}, {2, 1, 1}};
+                          {32, 1, 32}, {3, 8, 32}, {4, 8, 32}, {2, 8, 16}, {3, 8, 16}, {1, 32, 16},
+                          {1, 32, 32}, {1, 32, 64}, {1, 1, 1}, {2, 1, 1}};
   for (const Split& sp : splits)
     for (int E : {32, 33, 256, 511})
       for (int v = 0; v < 5; ++v) {
@@ -349,10 +348,10 @@ TEST(RoutingProperties, DecodeStartsBothSidesOfOneBlockPerExpert) {
       }
 }
 
-// The decode path's largest segment: kDecodeMaxEntries (64) entries of one expert at
-// block_size 1, a padded size of 64 blocks (the eighteenth session's ballot sums, branch
-// cand-decode-start-bits, read block counts to 7 bits; cut to 6 only this test failed).
-// Every entry on one expert (the smallest, the largest, one in between), n = 64 at three
+// The decode path's largest segment: kDecodeMaxEntries (32) entries of one expert at
+// block_size 1, a padded size of 32 blocks (when the path went to 64 entries, the eighteenth
+// session's ballot sums read block counts to 7 bits; cut to 6 only this test failed).
+// Every entry on one expert (the smallest, the largest, one in between), n = 32 at three
 // (T, k), and one entry fewer.
 TEST(RoutingProperties, DecodeLeaderWithTheMostBlocks) {
   HY4_REQUIRE_DEVICE();
@@ -380,7 +379,7 @@ TEST(RoutingProperties, DecodeLeaderWithTheMostBlocks) {
 
 // The bitmap path (64 < T*k <= kBitmapMaxEntries = 512 and E <= kBitmapMaxExperts = 256,
 // or a mask at T*k <= 512) on both sides of each of its splits:
-//  - the path: n = 64 | 65 (decode | bitmap), 512 | 513 (bitmap | block-scan sort) at k = 1,
+//  - the path: n = 32 | 33 (decode | bitmap; HY V4's T = 4 | 5 and 8), 512 | 513 (bitmap | block-scan sort) at k = 1,
 //    8, 32; E = 256 | 257 at n = 512; a mask at n <= 64 (bitmap, not decode);
 //  - its block: bitmap_threads = max(scan_threads(E), the power of two >= n), each side
 //    larger (E = 256 at n = 72; E = 33 at n = 512; E = 64 at n = 65);
@@ -393,11 +392,12 @@ TEST(RoutingProperties, BitmapPathBothSidesOfItsSplits) {
   HY4_REQUIRE_DEVICE();
   struct Split { int64_t T; int k, E; bool mask; bool bitmap; };
   const Split splits[] = {
-      {8, 8, 256, false, false},  {9, 8, 256, false, true},   {64, 1, 64, false, false}, {65, 1, 64, false, true},
+      {4, 8, 256, false, false},  {5, 8, 256, false, true},   {32, 1, 64, false, false}, {33, 1, 64, false, true},
+      {8, 8, 256, false, true},   {9, 8, 256, false, true},   {2, 32, 40, false, true},  {1, 32, 40, false, false},
       {64, 8, 256, false, true},  {65, 8, 256, false, false}, {64, 8, 257, false, false}, {64, 8, 33, false, true},
       {512, 1, 33, false, true},  {513, 1, 33, false, false}, {16, 32, 200, false, true}, {17, 32, 200, false, false},
       {1, 8, 256, true, true},    {8, 8, 256, true, true},    {33, 1, 2, true, true},    {60, 8, 256, false, true},
-      {481, 1, 256, false, true}, {480, 1, 256, false, true}, {33, 1, 33, false, false},  {3, 32, 40, false, true},
+      {481, 1, 256, false, true}, {480, 1, 256, false, true}, {33, 1, 33, false, true},   {3, 32, 40, false, true},
       {32, 1, 2, true, true},     {64, 8, 256, true, true}};
   const int block_sizes[] = {1, 16, 64, 1024, 2};
   for (const Split& sp : splits) {
@@ -424,6 +424,7 @@ TEST(RoutingProperties, BitmapPathBothSidesOfItsSplits) {
   }
   EXPECT_EQ(RoutingPlan::bitmap_threads(9, 8, 256), 256);  // E decides
   EXPECT_EQ(RoutingPlan::bitmap_threads(64, 8, 33), 512);  // n decides
+  EXPECT_EQ(RoutingPlan::bitmap_threads(33, 1, 64), 64);
   EXPECT_EQ(RoutingPlan::bitmap_threads(65, 1, 64), 128);
   EXPECT_EQ(RoutingPlan::bitmap_threads(1, 8, 2), 64);     // at least a wave64
 }
