@@ -123,6 +123,15 @@ struct EntryReader {
   HY4_DEVICE int32_t raw_id(uint32_t j, uint32_t t, uint32_t s, uint32_t end) const {
     return j < end ? ids[static_cast<int64_t>(t) * ids_stride + s] : -1;
   }
+  // Entry j as t = j / k, s = j % k, its raw id and its weight (0 past `end`): one entry per
+  // thread (the decode, bitmap and chunk-bitmap kernels; the warp loops step an EntryCursor).
+  HY4_DEVICE int32_t read_entry(uint32_t j, uint32_t end, const float* weights, int64_t weights_stride, uint32_t& t,
+                                uint32_t& s, float& wt) const {
+    t = j / k;
+    s = j - t * k;
+    wt = j < end ? weights[static_cast<int64_t>(t) * weights_stride + s] : 0.0f;
+    return raw_id(j, t, s, end);
+  }
   HY4_DEVICE int expert_of(uint32_t j, int32_t id) const {
     return j < n_real && id >= 0 && id < experts && !expert_masked(mask, id) ? id : -1;
   }
@@ -287,16 +296,25 @@ struct SortShares {
   int32_t blocks;   // entries of expert_of_block: the same
 };
 
+// The warp's inclusive scan of v in lane order (log2(ws) shuffle steps; lanes below the
+// step keep their value).  uint32_t for the bitmap path, uint64_t for the sort kernels.
+template <class T>
+HY4_DEVICE T warp_inclusive_scan(T v) {
+  const int ws = dev::warp_size(), lane = dev::lane_id();
+  for (int d = 1; d < ws; d *= 2) {
+    const T y = dev::shfl_idx(v, lane >= d ? lane - d : lane);
+    if (lane >= d) v += y;
+  }
+  return v;
+}
+
 // The block's inclusive scan of v in thread order (nt threads, one value each): warp
 // scans by shuffles, then the totals of the warps below.  warp_total: kMaxWarps slots.
 template <class Shared>
 HY4_DEVICE uint64_t block_inclusive_scan(uint64_t v, Shared warp_total) {
   const int ws = dev::warp_size(), lane = dev::lane_id();
   const int warp = static_cast<int>(threadIdx.x) / ws, warps = static_cast<int>(blockDim.x) / ws;
-  for (int d = 1; d < ws; d *= 2) {
-    const uint64_t y = dev::shfl_idx(v, lane >= d ? lane - d : lane);
-    if (lane >= d) v += y;
-  }
+  v = warp_inclusive_scan(v);
   if (lane == ws - 1) warp_total[warp] = v;
   dev::sync_block();
   for (int w = 0; w < warps - 1; ++w) v += w < warp ? static_cast<uint64_t>(warp_total[w]) : 0;
@@ -392,9 +410,9 @@ HY4_DEVICE inline void decode_entries(const EntryReader& r, const float* weights
   const int gw = static_cast<int>(blockIdx.x) * warps + warp;  // this warp's number in the grid
   const uint64_t below = (uint64_t{1} << lane) - 1;  // lane < 64
   const uint32_t j = static_cast<uint32_t>(lane);
-  const uint32_t t = j / r.k, s = j - t * r.k;
-  const int32_t id = r.raw_id(j, t, s, n);
-  const float wt = j < n ? weights[static_cast<int64_t>(t) * weights_stride + s] : 0.0f;
+  uint32_t t, s;
+  float wt;
+  const int32_t id = r.read_entry(j, n, weights, weights_stride, t, s, wt);
   // The warp's part of the slots and blocks, as if unused, while the reads are in flight.
   uint32_t p0, p1, q0, q1;
   prefill_part(gw, ws, lane, pad_id, share, max_padded, num_blocks, sorted_ids, sorted_weights, expert_of_block, p0,
@@ -534,9 +552,10 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
   const uint32_t n = static_cast<uint32_t>(rows * k);
   const int c = static_cast<int>(blockIdx.x);
   // Entry j = tid (n <= blockDim.x).
-  const uint32_t j = static_cast<uint32_t>(tid), t = j / static_cast<uint32_t>(k), s = j - t * static_cast<uint32_t>(k);
-  const int32_t id = r.raw_id(j, t, s, n);
-  const float wt = j < n ? weights[static_cast<int64_t>(t) * weights_stride + s] : 0.0f;
+  const uint32_t j = static_cast<uint32_t>(tid);
+  uint32_t t, s;
+  float wt;
+  const int32_t id = r.read_entry(j, n, weights, weights_stride, t, s, wt);
   uint32_t p0, p1, q0, q1;
   prefill_part(c, nt, tid, pad_id, share, max_padded, num_blocks, sorted_ids, sorted_weights, expert_of_block, p0, p1,
                q0, q1);
@@ -552,11 +571,7 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
   const int32_t padded = padded_size(total, block_size);
   // padded sizes sum to at most 512 + 256 x 1023 < 2^19, unmasked experts to 256 < 2^9
   const uint32_t v = (static_cast<uint32_t>(padded) << 9) | (mine ? 1u : 0u);
-  uint32_t inc = v;
-  for (int d = 1; d < ws; d *= 2) {
-    const uint32_t y = dev::shfl_idx(inc, lane >= d ? lane - d : lane);
-    if (lane >= d) inc += y;
-  }
+  const uint32_t inc = warp_inclusive_scan(v);
   const int expert_warps = (experts + ws - 1) / ws;
   if (lane == ws - 1 && warp < expert_warps) warp_total[warp] = inc;
   if (e < experts) seg_excl[e] = inc - v;
@@ -802,10 +817,8 @@ __global__ void HY4_LAUNCH_BOUNDS_ONE_BLOCK(RoutingPlan::kMaxThreads)
   float wt[P];
 #pragma unroll
   for (int i = 0; i < P; ++i) {
-    const uint32_t j = r0 + static_cast<uint32_t>(tid + i * nt), t = j / static_cast<uint32_t>(k);
-    const uint32_t s = j - t * static_cast<uint32_t>(k);
-    id[i] = r.raw_id(j, t, s, r1);
-    wt[i] = j < r1 ? weights[static_cast<int64_t>(t) * weights_stride + s] : 0.0f;
+    uint32_t t, s;
+    id[i] = r.read_entry(r0 + static_cast<uint32_t>(tid + i * nt), r1, weights, weights_stride, t, s, wt[i]);
     ts[i] = (s << 24) | t;
   }
   bitmap_zero(present, experts, tid, nt);
