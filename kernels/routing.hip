@@ -108,6 +108,10 @@ namespace {
 
 HY4_DEVICE inline bool expert_masked(const int32_t* mask, int e) { return mask != nullptr && mask[e] == 0; }
 
+// The sorted id of entry (t, s): slot s above bit 24, token t below (routing.h).  The
+// padding's id is sorted_id(T, k): a token past every row, a slot past every slot.
+HY4_DEVICE inline int32_t sorted_id(int64_t t, int64_t s) { return static_cast<int32_t>((s << 24) | t); }
+
 // What a warp needs to read entry j = t*k + s (entries index below 2^29: T < 2^24, k <= 32).
 struct EntryReader {
   const int32_t* ids;
@@ -448,7 +452,7 @@ HY4_DEVICE inline void decode_entries(const EntryReader& r, const float* weights
   dev::sync_warp();
   const int32_t pos = start + rank;
   if (x >= 0 && pos >= static_cast<int32_t>(p0) && pos < static_cast<int32_t>(p1)) {
-    sorted_ids[pos] = static_cast<int32_t>((s << 24) | t);
+    sorted_ids[pos] = sorted_id(t, s);
     sorted_weights[pos] = wt;
   }
   if (lead_x >= 0) write_segment_blocks(start, start + padded, x, block_size, q0, q1, expert_of_block);
@@ -469,7 +473,7 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
                           int64_t hidden) {
   const int64_t real = device_row_count(num_rows, rows);
   const EntryReader r{ids, ids_stride, static_cast<uint32_t>(k), experts, nullptr, static_cast<uint32_t>(real * k), bits};
-  const int32_t pad_id = (k << 24) | static_cast<int32_t>(rows);
+  const int32_t pad_id = sorted_id(rows, k);
   const uint32_t n = static_cast<uint32_t>(rows * k);
   decode_entries(r, weights, weights_stride, n, block_size, pad_id, share, max_padded, num_blocks, real, sorted_ids,
                  sorted_weights, expert_of_block, counts);
@@ -548,7 +552,7 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
   HY4_SHARED(uint32_t, warp_total, RoutingPlan::kBitmapMaxExperts / 32);          // the expert warps' totals
   const int64_t real = device_row_count(num_rows, rows);
   const EntryReader r{ids, ids_stride, static_cast<uint32_t>(k), experts, mask, static_cast<uint32_t>(real * k), 0};
-  const int32_t pad_id = (k << 24) | static_cast<int32_t>(rows);
+  const int32_t pad_id = sorted_id(rows, k);
   const uint32_t n = static_cast<uint32_t>(rows * k);
   const int c = static_cast<int>(blockIdx.x);
   // Entry j = tid (n <= blockDim.x).
@@ -587,7 +591,7 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
     const uint32_t start = seg_excl[x] + warps_below(x / ws);
     const int32_t pos = static_cast<int32_t>(start >> 9) + bitmap_rank(present, before, x, j);
     if (pos >= static_cast<int32_t>(p0) && pos < static_cast<int32_t>(p1)) {
-      sorted_ids[pos] = static_cast<int32_t>((s << 24) | t);
+      sorted_ids[pos] = sorted_id(t, s);
       sorted_weights[pos] = wt;
     }
   }
@@ -695,7 +699,7 @@ __global__ void HY4_LAUNCH_BOUNDS_ONE_BLOCK(RoutingPlan::kMaxThreads)
   // One kernel: this block's part of the slots and blocks, as if unused, under the reads'
   // latency; the block writes the entries and used blocks in its part over them (below,
   // after the barriers), so no slot is written by two blocks.
-  const int32_t pad_id = (k << 24) | static_cast<int32_t>(rows);
+  const int32_t pad_id = sorted_id(rows, k);
   uint32_t p0 = 0, p1 = 0, q0 = 0, q1 = 0;
   auto prefill = [&]() {
     if constexpr (one_kernel)
@@ -764,7 +768,7 @@ __global__ void HY4_LAUNCH_BOUNDS_ONE_BLOCK(RoutingPlan::kMaxThreads)
         if (lane == leader) hist[row + x] = start + __builtin_popcountll(m);
         const int32_t pos = seg_base[x] + start + __builtin_popcountll(m & below);
         if (!one_kernel || (pos >= static_cast<int32_t>(p0) && pos < static_cast<int32_t>(p1))) {
-          sorted_ids[pos] = static_cast<int32_t>(((batch.ts[u] & 31u) << 24) | (batch.ts[u] >> 5));
+          sorted_ids[pos] = sorted_id(batch.ts[u] >> 5, batch.ts[u] & 31u);
           sorted_weights[pos] = batch.wt[u];
         }
       }
@@ -812,14 +816,14 @@ __global__ void HY4_LAUNCH_BOUNDS_ONE_BLOCK(RoutingPlan::kMaxThreads)
   const int c = static_cast<int>(blockIdx.x);
   uint32_t r0, r1;  // chunk c (empty for the blocks past the chunks)
   part_of(static_cast<uint32_t>(rows * k), static_cast<uint64_t>(chunk_tokens * k), c, r0, r1);
-  uint32_t ts[P];
+  int32_t sid[P];  // each entry's sorted id, kept from the read to the write
   int32_t id[P];
   float wt[P];
 #pragma unroll
   for (int i = 0; i < P; ++i) {
     uint32_t t, s;
     id[i] = r.read_entry(r0 + static_cast<uint32_t>(tid + i * nt), r1, weights, weights_stride, t, s, wt[i]);
-    ts[i] = (s << 24) | t;
+    sid[i] = sorted_id(t, s);
   }
   bitmap_zero(present, experts, tid, nt);
   dev::sync_block();
@@ -845,10 +849,10 @@ __global__ void HY4_LAUNCH_BOUNDS_ONE_BLOCK(RoutingPlan::kMaxThreads)
   for (int i = 0; i < P; ++i)
     if (x[i] >= 0) {
       const int32_t pos = seg_base[x[i]] + bitmap_rank(present, before, x[i], static_cast<uint32_t>(tid + i * nt));
-      sorted_ids[pos] = static_cast<int32_t>(ts[i]);
+      sorted_ids[pos] = sid[i];
       sorted_weights[pos] = wt[i];
     }
-  const int32_t pad_id = (k << 24) | static_cast<int32_t>(rows);
+  const int32_t pad_id = sorted_id(rows, k);
   pad_share(c, used, experts, block_size, pad_id, share, seg_end, seg_local, seg_total, max_padded, num_blocks, real,
             sorted_ids, sorted_weights, expert_of_block, counts);
 }
