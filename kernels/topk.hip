@@ -438,6 +438,11 @@ __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const voi
 // from 2.96 / 3.02 / 3.10 to 2.68 / 2.76 / 2.85 us.  Thirteenth session, H100: ncu found
 // 16 % of the T = 1 samples before the first read was issued; the reads at the kernel's top
 // then took 2.69 / 2.75 / 2.87 to 2.53 / 2.58 / 2.69 us, topk.block-reads-at-kernel-top.)
+// Where the chain goes (H100, twenty-seventh session, T = 1 / 64): exact keys with no
+// selection 1.43 / 1.60 us; with one barrier and warp 0's row sum, the least any block per
+// row needs, 1.63 / 1.80; the whole chain 2.36 / 2.53, so the two rank stages and their
+// barrier are 0.73 (topk.probe-block-one-exchange, -keys-only, -no-warp-rank).  Candidates
+// by a threshold (the least of the 32-expert groups' maxima, a shared counter) were x1.08.
 constexpr int kMaxCandidates = 512;  // 16 warps x 32 (k <= 32, warps <= 512 / 32)
 
 __global__ void HY4_LAUNCH_BOUNDS(512) topk_row_block_kernel(const void* logits, int logits_bf16, int64_t logits_stride, const float* bias,
