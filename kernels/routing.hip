@@ -194,11 +194,11 @@ HY4_DEVICE inline void zero_moe_rows(uint16_t* moe_out, int64_t moe_stride, int6
 constexpr int kGroupsAhead = 4;
 
 // kGroupsAhead groups of a warp's entries, read together: the lane's ids, weights (when
-// ranking) and (t << 5) | s.
+// ranking) and sorted ids.
 struct EntryBatch {
   int32_t id[kGroupsAhead];
   float wt[kGroupsAhead];
-  uint32_t ts[kGroupsAhead];
+  int32_t sid[kGroupsAhead];
   // The sort kernel's first batch: each group's match mask, found once by count_run and
   // used again by the ranking (H100, T = 64 / 512 / 4096: x0.95 / 0.96 / 0.93,
   // routing.sort-reuses-first-batch-masks).
@@ -213,7 +213,7 @@ struct EntryBatch {
       const uint32_t j = base + u * ws + lane;
       id[u] = r.raw_id(j, at.t, at.s, b);
       wt[u] = weights != nullptr && j < b ? weights[static_cast<int64_t>(at.t) * weights_stride + at.s] : 0.0f;
-      ts[u] = (at.t << 5) | at.s;
+      sid[u] = sorted_id(at.t, at.s);
     }
   }
 };
@@ -768,7 +768,7 @@ __global__ void HY4_LAUNCH_BOUNDS_ONE_BLOCK(RoutingPlan::kMaxThreads)
         if (lane == leader) hist[row + x] = start + __builtin_popcountll(m);
         const int32_t pos = seg_base[x] + start + __builtin_popcountll(m & below);
         if (!one_kernel || (pos >= static_cast<int32_t>(p0) && pos < static_cast<int32_t>(p1))) {
-          sorted_ids[pos] = sorted_id(batch.ts[u] >> 5, batch.ts[u] & 31u);
+          sorted_ids[pos] = batch.sid[u];
           sorted_weights[pos] = batch.wt[u];
         }
       }
