@@ -87,8 +87,12 @@ class RoutingPlan {
   static bool sort_bitmap(int64_t T, int k, int E) {
     return !one_kernel(T, k) && chunk_tokens(T) * k <= kBitmapMaxEntries && E <= kBitmapMaxExperts;
   }
+  // Entries per thread of the bitmap path: threads = the power of two >= E and >= T*k / 2
+  // (HY V4's T = 64: 256 threads, 8 warps per barrier instead of 16).
+  static constexpr int kBitmapEntriesPerThread = 2;
   static int bitmap_threads(int64_t T, int k, int E) {
-    return std::max(scan_threads(E), pow2_threads(T * k, 64, kMaxThreads));
+    return std::max(scan_threads(E), pow2_threads((T * k + kBitmapEntriesPerThread - 1) / kBitmapEntriesPerThread, 64,
+                                                  kMaxThreads));
   }
   // The decode kernel's blocks: block_threads() cut into blocks of at most kDecodeMaxThreads,
   // fill_blocks() times as many of them as the cut makes, so the grid's warps (which share

@@ -63,8 +63,9 @@
 //     issue-bound; H100, T = 8: x0.86).
 //     Bitmap path (RoutingPlan::bitmap_path: T*k <= kBitmapMaxEntries = 512, E <= 256, not
 //     the decode path; HY V4's T = 5 .. 64): routing_bitmap_kernel instead of the sort
-//     kernel, one entry per thread, the ranking from a presence bitmap of the entries per
-//     expert in shared memory (its design is written above it).
+//     kernel, two entries per thread (RoutingPlan::kBitmapEntriesPerThread), the ranking
+//     from a presence bitmap of the entries per expert in shared memory (its design is
+//     written above it).
 //  2. Otherwise TWO kernels over chunks of chunk_tokens(T) tokens (64 until the cap of 64
 //     chunks, then longer): routing_count_kernel writes count[c][e] for its chunk (and
 //     zero-fills moe_out rows); routing_sort_kernel (max(chunks, fill_blocks) blocks)
@@ -516,10 +517,12 @@ HY4_DEVICE int32_t bitmap_rank(SharedU present, SharedI before, int x, uint32_t 
 }
 
 // The bitmap path (RoutingPlan::bitmap_path: 32 < n = T*k <= 512, or a mask with n <= 512;
-// E <= 256): one kernel, every block ranks all entries, one entry per thread, with three
-// block barriers and no ballots.  (HY V4's T = 64 is n = 512.)
-//  - Thread j reads entry j (and its weight), prefills its block's part of the slots and
-//    blocks (prefill_part), zeroes its share of the presence bitmap; barrier.
+// E <= 256): one kernel, every block ranks all entries, P = kBitmapEntriesPerThread = 2
+// entries per thread (threads: the power of two >= E and >= n / 2), with three block
+// barriers and no ballots.  (HY V4's T = 64 is n = 512: 256 threads, 8 warps per barrier.)
+//  - Thread tid reads entries j = tid + i * nt, i < P (and their weights, and forms their
+//    sorted ids), prefills its block's part of the slots and blocks (prefill_part), zeroes
+//    its share of the presence bitmap; barrier.
 //  - Entry j sets bit j of its expert's row (present[x][j / 32], dev::shared_or: OR is
 //    commutative, so the bits are the same in any order); barrier.
 //  - Thread e reads row e (kBitmapWords words), writes its exclusive prefix of popcounts
@@ -533,10 +536,12 @@ HY4_DEVICE int32_t bitmap_rank(SharedU present, SharedI before, int x, uint32_t 
 // five-step scan; no loop depends on the data.  (H100, T = 64: 4.27 -> 2.53 us against the
 // block-scan sort kernel; 584 static SASS instructions against its 3168.  T = 8: 2.30
 // against the decode kernel's two entries per lane, 2.67; T = 1: 2.30 against its 1.76, so
-// the decode kernel keeps T*k <= 32: docs/MEASUREMENTS.md, twenty-fifth session.)
+// the decode kernel keeps T*k <= 32: docs/MEASUREMENTS.md, twenty-fifth session.  Two
+// entries per thread, 256 threads at T = 64 in place of 512: 2.53 -> 2.50 / 2.51 and
+// T = 8 2.30 / 2.31 -> 2.28 / 2.29, H100, two calls, twenty-eighth session.)
 // Shared: E x 17 words twice (the odd stride makes thread e's reads of word w conflict-free),
-// 35 KiB at E = 256: one block per CU on gfx942 (64 KiB of LDS), 2 waves/SIMD at 512
-// threads, 1 at 256; latency bound like the other one-kernel paths, one wave per SIMD is its need.
+// 35 KiB at E = 256: one block per CU on gfx942 (64 KiB of LDS); at most 256 threads now
+// (E <= 256 and n / 2 <= 256), so 1 wave/SIMD; latency bound like the other one-kernel paths, one wave per SIMD is its need.
 // AMD budget: routing_bitmap_kernel >= 1 waves/SIMD
 __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
     routing_bitmap_kernel(const int32_t* ids, int64_t ids_stride, const float* weights, int64_t weights_stride,
@@ -555,18 +560,28 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
   const int32_t pad_id = sorted_id(rows, k);
   const uint32_t n = static_cast<uint32_t>(rows * k);
   const int c = static_cast<int>(blockIdx.x);
-  // Entry j = tid (n <= blockDim.x).
-  const uint32_t j = static_cast<uint32_t>(tid);
-  uint32_t t, s;
-  float wt;
-  const int32_t id = r.read_entry(j, n, weights, weights_stride, t, s, wt);
+  // Entries j = tid + i * nt, i < P (n <= P * blockDim.x).
+  constexpr int P = RoutingPlan::kBitmapEntriesPerThread;
+  int32_t sid[P];
+  float wt[P];
+  int x[P];
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    uint32_t t, s;
+    x[i] = r.read_entry(static_cast<uint32_t>(tid + i * nt), n, weights, weights_stride, t, s, wt[i]);
+    sid[i] = sorted_id(t, s);
+  }
   uint32_t p0, p1, q0, q1;
   prefill_part(c, nt, tid, pad_id, share, max_padded, num_blocks, sorted_ids, sorted_weights, expert_of_block, p0, p1,
                q0, q1);
   bitmap_zero(present, experts, tid, nt);
   dev::sync_block();
-  const int x = r.expert_of(j, id);
-  if (x >= 0) bitmap_set(present, x, j);
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    const uint32_t j = static_cast<uint32_t>(tid + i * nt);
+    x[i] = r.expert_of(j, x[i]);
+    if (x[i] >= 0) bitmap_set(present, x[i], j);
+  }
   dev::sync_block();
   // Thread e: its row's prefix counts, padded size and scan within its warp.
   const int e = tid;
@@ -587,14 +602,17 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
     for (int i = 0; i < RoutingPlan::kBitmapMaxExperts / 32; ++i) acc += i < w ? warp_total[i] : 0u;
     return acc;
   };
-  if (x >= 0) {
-    const uint32_t start = seg_excl[x] + warps_below(x / ws);
-    const int32_t pos = static_cast<int32_t>(start >> 9) + bitmap_rank(present, before, x, j);
-    if (pos >= static_cast<int32_t>(p0) && pos < static_cast<int32_t>(p1)) {
-      sorted_ids[pos] = sorted_id(t, s);
-      sorted_weights[pos] = wt;
+#pragma unroll
+  for (int i = 0; i < P; ++i)
+    if (x[i] >= 0) {
+      const uint32_t start = seg_excl[x[i]] + warps_below(x[i] / ws);
+      const int32_t pos =
+          static_cast<int32_t>(start >> 9) + bitmap_rank(present, before, x[i], static_cast<uint32_t>(tid + i * nt));
+      if (pos >= static_cast<int32_t>(p0) && pos < static_cast<int32_t>(p1)) {
+        sorted_ids[pos] = sid[i];
+        sorted_weights[pos] = wt[i];
+      }
     }
-  }
   if (e < experts && padded > 0) {
     const uint32_t start = inc - v + warps_below(warp);
     const int32_t first = static_cast<int32_t>(start >> 9);

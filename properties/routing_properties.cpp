@@ -423,9 +423,10 @@ TEST(RoutingProperties, BitmapPathBothSidesOfItsSplits) {
     }
   }
   EXPECT_EQ(RoutingPlan::bitmap_threads(9, 8, 256), 256);  // E decides
-  EXPECT_EQ(RoutingPlan::bitmap_threads(64, 8, 33), 512);  // n decides
+  EXPECT_EQ(RoutingPlan::bitmap_threads(64, 8, 33), 256);  // n / 2 decides (two entries per thread)
   EXPECT_EQ(RoutingPlan::bitmap_threads(33, 1, 64), 64);
-  EXPECT_EQ(RoutingPlan::bitmap_threads(65, 1, 64), 128);
+  EXPECT_EQ(RoutingPlan::bitmap_threads(128, 1, 64), 64);   // 128 entries: two for each of 64 threads
+  EXPECT_EQ(RoutingPlan::bitmap_threads(129, 1, 64), 128);  // one more: the next power of two
   EXPECT_EQ(RoutingPlan::bitmap_threads(1, 8, 2), 64);     // at least a wave64
 }
 
