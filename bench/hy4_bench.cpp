@@ -8,7 +8,8 @@
 //
 //   hy4-bench [--replays R] [--launches K] [--json FILE] [--ops gate,sink,topk,routing]
 //             [--topk-path 0|1|2]   (topk: the plan's choice | warp per row | block per row)
-//             [--tokens T,T,...]    (only these T of the list above: one shape under ncu)
+//             [--tokens T,T,...]    (these T in place of the list above, 1 <= T <= 65536: one
+//                                    shape under ncu, or a plan split's neighbourhood)
 //
 // Not Google Benchmark: every row must be one graph-replay measurement beside peers.py
 // (which parses these rows: op, T=..., median first), and the copy bandwidth must come
@@ -140,9 +141,24 @@ int main(int argc, char** argv) {
   }
   hy4::rt::set_device(0);
   const auto want = [&](const char* op) { return ("," + ops + ",").find("," + std::string(op) + ",") != std::string::npos; };
-  const auto want_T = [&](int64_t T) {
-    return tokens.empty() || ("," + tokens + ",").find("," + std::to_string(T) + ",") != std::string::npos;
-  };
+  // The op rows' T: the HY V4 list, or --tokens (any T in [1, 65536], in the order given).
+  std::vector<int64_t> op_tokens = {1, 8, 64, 512, 4096, 8192, 32768};
+  if (!tokens.empty()) {
+    op_tokens.clear();
+    std::size_t at = 0;
+    while (at <= tokens.size()) {
+      const std::size_t end = std::min(tokens.find(',', at), tokens.size());
+      const std::string item = tokens.substr(at, end - at);
+      char* stop = nullptr;
+      const long long T = std::strtoll(item.c_str(), &stop, 10);
+      if (item.empty() || *stop != '\0' || T < 1 || T > 65536) {
+        std::fprintf(stderr, "hy4-bench: --tokens: '%s' is not a T in [1, 65536]\n", item.c_str());
+        return 2;
+      }
+      op_tokens.push_back(T);
+      at = end + 1;
+    }
+  }
   ScopedStream cs0;
   {
     // The copy bandwidth of this device in this run: 256 MiB (4 MiB on the CPU backend)
@@ -193,8 +209,7 @@ int main(int argc, char** argv) {
   }
   ScopedStream s;
   std::mt19937_64 rng(1);
-  for (int64_t T : {1, 8, 64, 512, 4096, 8192, 32768}) {
-    if (!want_T(T)) continue;
+  for (int64_t T : op_tokens) {
     if (!want("gate")) break;
     const int64_t W = 2048;
     DeviceBuffer<uint16_t> a(T * W), g(T * W), o(T * W);
@@ -209,8 +224,7 @@ int main(int argc, char** argv) {
     std::snprintf(shape, sizeof shape, "T=%lld W=%lld", static_cast<long long>(T), static_cast<long long>(W));
     print_row("gate", shape, st, bytes, T);
   }
-  for (int64_t T : {1, 8, 64, 512, 4096, 8192, 32768}) {
-    if (!want_T(T)) continue;
+  for (int64_t T : op_tokens) {
     if (!want("sink")) break;
     // HY V4 TP8: out [T, 8, 512] bf16 as a stride-2 view of [T, 16, 512]; lse [T, 16]
     // viewed with stride 2; every row 5 keys.  In place, so 100 launches keep scaling.
@@ -244,8 +258,7 @@ int main(int argc, char** argv) {
     std::snprintf(shape, sizeof shape, "T=%lld H=8 D=512", static_cast<long long>(T));
     print_row("sink", shape, st, bytes, T);
   }
-  for (int64_t T : {1, 8, 64, 512, 4096, 8192, 32768}) {
-    if (!want_T(T)) continue;
+  for (int64_t T : op_tokens) {
     if (!want("topk")) break;
     const int E = 256, k = 8;  // HY V4 routing: fp32 logits, [:, :8] of [T, 9] / [T, 10]
     DeviceBuffer<float> logits(T * E), bias(E), weights(T * 9);
@@ -275,8 +288,7 @@ int main(int argc, char** argv) {
     std::snprintf(shape, sizeof shape, "T=%lld E=%d k=%d", static_cast<long long>(T), E, k);
     print_row("topk", shape, st, bytes, T);
   }
-  for (int64_t T : {1, 8, 64, 512, 4096, 8192, 32768}) {
-    if (!want_T(T)) continue;
+  for (int64_t T : op_tokens) {
     if (!want("routing")) break;
     // HY V4 routing: k = 8 of [T, 9] ids / weights (topk's outputs), E = 256, block 64,
     // device row count, no zero-fill.
