@@ -67,15 +67,23 @@ class SinkPlan {
   // batch's loads and scalar chains are spread over more SMs (H200, T = 1 / 8 / 64:
   // 2.60 / 2.64 / 2.73 -> 2.11 / 2.24 / 2.44 us).
   static constexpr int64_t kSpreadHeadsMaxTokens = 64;
-  // Tokens per block: 1 up to 2047 tokens, then T / 1024 up to 4 (a block's scalar phase
-  // and loads cover several tokens at once where there are tokens enough to fill the GPU;
-  // H200, HY V4 at T = 4096: 2 tokens per block 18.4 us, 4 tokens 16.7; 8 tokens at 8192
-  // 40.8 against 4 tokens' 39.1).
+  // Tokens per block: 1 up to 2047 tokens, then T / 1024 up to 4 below 5120 tokens, then 2
+  // (a block's scalar phase and loads cover several tokens at once where there are tokens
+  // enough to fill the GPU; H200, HY V4 at T = 4096: 2 tokens per block 18.4 us, 4 tokens
+  // 16.7; 8 tokens at 8192 40.8 against 4 tokens' 39.1).  A set's later tokens are read and
+  // written one at a time (ncu, H100, T = 4096: 46 % of the samples wait on their loads), and
+  // once the grid takes several waves (from about 5120 tokens) two tokens per block beat
+  // four: H100, twenty-eighth session, two calls, x0.95 - 0.99 from 5120 to 32768 (8192:
+  // 49.67 / 49.90 -> 48.57 / 48.48 us), while 4 stays best at 4096 (2: x1.04) and 3072
+  // (2: x1.07).  Measured on the H100 only.
   static constexpr int kMaxTokensPerBlock = 4;
   static constexpr int64_t kTokensPerBlockStep = 1024;
+  static constexpr int64_t kTwoTokensFromSteps = 5;  // from 5 x 1024 tokens on: 2 per block
   static int tokens_per_block(int64_t T) {
     const int64_t n = T / kTokensPerBlockStep;
-    return static_cast<int>(n < 1 ? 1 : (n > kMaxTokensPerBlock ? kMaxTokensPerBlock : n));
+    if (n < 1) return 1;
+    if (n >= kTwoTokensFromSteps) return 2;
+    return static_cast<int>(n > kMaxTokensPerBlock ? kMaxTokensPerBlock : n);
   }
 
   // Units (16-byte vectors or elements) of one token's G head rows per thread: G x units

@@ -2,7 +2,8 @@
 // HIP, CUDA and the CPU executor (see sink.h for the contract).
 //
 // Design.  Grid: x = sets of P tokens (P = tokens_per_block(T): 1 below 2048 tokens,
-// then T / 1024 up to 4; grid-stride past SinkPlan::kMaxGrid), y = groups of G heads
+// then T / 1024 up to 4, and 2 from 5120 tokens on; grid-stride past SinkPlan::kMaxGrid),
+// y = groups of G heads
 // (the plan picks G so a block has about two units per thread and token: HY V4's 8
 // heads x 512 bf16 = 512 16-byte vectors per token, one block of 256 threads; up to
 // SinkPlan::kSpreadHeadsMaxTokens tokens half a unit per thread: 2 heads, four blocks

@@ -292,14 +292,15 @@ TEST(SinkProperties, ZeroTokensLaunchNothingAndWriteNothing) {
   EXPECT_TRUE(sink_case_passes(make_sink_case(7, sink_hyv4_shape(0)), "sink.ZeroTokens"));
 }
 
-// Tokens per block (1 below 2048 tokens, then T / 1024 up to 4) on both sides of each
-// step, with a last set shorter than the rest (T % P != 0); H = 2 with D = 8 (vector)
-// and D = 3 (scalar) keeps the large T cheap.
+// Tokens per block (1 below 2048 tokens, then T / 1024 up to 4, then 2 from 5120 tokens)
+// on both sides of each step, with a last set shorter than the rest (T % P != 0); H = 2
+// with D = 8 (vector) and D = 3 (scalar) keeps the large T cheap.
 TEST(SinkProperties, EveryTokensPerBlockSplitBothSides) {
   HY4_REQUIRE_DEVICE();
   const int64_t step = SinkPlan::kTokensPerBlockStep;  // P = T / step from 2 steps on
+  const int64_t two = SinkPlan::kTwoTokensFromSteps * step;  // back to 2 from here
   for (int64_t T : {2 * step - 1, 2 * step, 2 * step + 1, 3 * step - 1, 3 * step, 3 * step + 1, 4 * step - 1, 4 * step,
-                    4 * step + 1, 4 * step + 2, 4 * step + 3})
+                    4 * step + 1, 4 * step + 2, 4 * step + 3, two - 1, two, two + 1})
     for (int64_t D : {3, 8}) {
       SinkShape sh;
       sh.T = T;
@@ -313,8 +314,10 @@ TEST(SinkProperties, EveryTokensPerBlockSplitBothSides) {
   EXPECT_EQ(SinkPlan::tokens_per_block(2048), 2);
   EXPECT_EQ(SinkPlan::tokens_per_block(3072), 3);
   EXPECT_EQ(SinkPlan::tokens_per_block(4096), 4);
-  EXPECT_EQ(SinkPlan::tokens_per_block(8192), 4);
-  EXPECT_EQ(SinkPlan::tokens_per_block(int64_t{1} << 24), SinkPlan::kMaxTokensPerBlock);
+  EXPECT_EQ(SinkPlan::tokens_per_block(5119), 4);
+  EXPECT_EQ(SinkPlan::tokens_per_block(5120), 2);
+  EXPECT_EQ(SinkPlan::tokens_per_block(8192), 2);
+  EXPECT_EQ(SinkPlan::tokens_per_block(int64_t{1} << 24), 2);
 }
 
 // Several tokens per block with a partial last head group (grid y: groups of G heads,
@@ -336,7 +339,7 @@ TEST(SinkProperties, PartialHeadGroupAtSeveralTokensPerBlock) {
   }
 }
 
-// A thread's units at their most: four tokens per block (T = 8193, the last set one
+// A thread's units at their most: four tokens per block (T = 4097, the last set one
 // token; the first token of a set is read before the scalar phase, the others after it)
 // with 512 vectors per token (fp32 D = 1024, two heads: SinkPlan::kRowSlotsVector = 2 per
 // thread and token) and 1024 elements per token on the scalar path (fp32 D = 1024
@@ -347,7 +350,7 @@ TEST(SinkProperties, EveryUnitSlotOfAThreadAtFourTokensPerBlock) {
   for (const Shape& s : {Shape{2, 1024, false, false}, Shape{2, 1020, false, false}, Shape{1, 1024, false, true},
                          Shape{1, 1023, true, false}}) {
     SinkShape sh;
-    sh.T = 8193;
+    sh.T = 4097;
     sh.H = s.H;
     sh.D = s.D;
     sh.out_bf16 = s.bf16;
@@ -361,17 +364,19 @@ TEST(SinkProperties, EveryUnitSlotOfAThreadAtFourTokensPerBlock) {
   }
 }
 
-// Tokens past the grid cap (SinkPlan::kMaxGrid blocks of kMaxTokensPerBlock tokens) are
-// reached only through the grid-stride loop: H = 1, D = 1 keeps it cheap; D = 8 takes the
-// vector path there.  H = 8, D = 8: block 0 takes a second set, and its scalar phase (24
-// (token, head) slots, threads 0..23) must wait for threads 0..7 to scale the first set's
-// 32 slots (the barrier between sets); with H = 1 one thread both reads and writes almost
-// every slot, so a missing barrier showed only in some fiber orders.
+// Tokens past the grid cap (SinkPlan::kMaxGrid blocks of tokens_per_block(T) tokens: 2 at
+// this T) are reached only through the grid-stride loop: H = 1, D = 1 keeps it cheap; D = 8
+// takes the vector path there.  H = 8, D = 8: every block takes two sets or more (blocks 0
+// and 1 a third), and a set's scalar phase (16 (token, head) slots, threads 0..15) must
+// wait until every thread has scaled the previous set's units from those slots (the
+// barrier between sets); with H = 1 one thread both reads and writes almost every slot, so
+// a missing barrier showed only in some fiber orders.
 TEST(SinkProperties, RowsPastTheGridCapAreWritten) {
   HY4_REQUIRE_DEVICE();
   for (auto [H, D] : {std::pair<int64_t, int64_t>{1, 1}, {1, 8}, {8, 8}}) {
     SinkShape sh;
     sh.T = SinkPlan::kMaxGrid * SinkPlan::kMaxTokensPerBlock + 3;
+    EXPECT_GT(sh.T, SinkPlan::kMaxGrid * SinkPlan::tokens_per_block(sh.T)) << "not past the grid cap";
     sh.H = H;
     sh.D = D;
     sh.values = SinkValues::Mixed;
