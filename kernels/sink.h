@@ -83,8 +83,9 @@ class SinkPlan {
     const int64_t n = T / kTokensPerBlockStep;
     if (n < 1) return 1;
     if (n >= kTwoTokensFromSteps) return 2;
-    return static_cast<int>(n > kMaxTokensPerBlock ? kMaxTokensPerBlock : n);
+    return static_cast<int>(n);  // 1 .. kTwoTokensFromSteps - 1 = kMaxTokensPerBlock
   }
+  static_assert(kTwoTokensFromSteps - 1 <= kMaxTokensPerBlock, "a set's tokens fit the shared scale slots");
 
   // Units (16-byte vectors or elements) of one token's G head rows per thread: G x units
   // <= max(2 kBlockThreads, units), so 2 on the vector path (units <= kMaxDim / 4) and
