@@ -562,13 +562,13 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
   const int c = static_cast<int>(blockIdx.x);
   // Entries j = tid + i * nt, i < P (n <= P * blockDim.x).
   constexpr int P = RoutingPlan::kBitmapEntriesPerThread;
-  int32_t sid[P];
+  int32_t sid[P];  // each entry's sorted id, kept from the read to the write
+  int32_t id[P];
   float wt[P];
-  int x[P];
 #pragma unroll
   for (int i = 0; i < P; ++i) {
     uint32_t t, s;
-    x[i] = r.read_entry(static_cast<uint32_t>(tid + i * nt), n, weights, weights_stride, t, s, wt[i]);
+    id[i] = r.read_entry(static_cast<uint32_t>(tid + i * nt), n, weights, weights_stride, t, s, wt[i]);
     sid[i] = sorted_id(t, s);
   }
   uint32_t p0, p1, q0, q1;
@@ -576,10 +576,11 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
                q0, q1);
   bitmap_zero(present, experts, tid, nt);
   dev::sync_block();
+  int x[P];
 #pragma unroll
   for (int i = 0; i < P; ++i) {
     const uint32_t j = static_cast<uint32_t>(tid + i * nt);
-    x[i] = r.expert_of(j, x[i]);
+    x[i] = r.expert_of(j, id[i]);
     if (x[i] >= 0) bitmap_set(present, x[i], j);
   }
   dev::sync_block();
