@@ -3,11 +3,10 @@
 //
 // Design.  Grid: x = sets of P tokens (P = tokens_per_block(T): 1 below 2048 tokens,
 // then T / 1024 up to 4, and 2 from 5120 tokens on; grid-stride past SinkPlan::kMaxGrid),
-// y = groups of G heads
-// (the plan picks G so a block has about two units per thread and token: HY V4's 8
-// heads x 512 bf16 = 512 16-byte vectors per token, one block of 256 threads; up to
-// SinkPlan::kSpreadHeadsMaxTokens tokens half a unit per thread: 2 heads, four blocks
-// per token, so a decode batch's chains run on four times the SMs).  Per set
+// y = groups of G heads (the plan picks G so a block has about two units per thread and
+// token: HY V4's 8 heads x 512 bf16 = 512 16-byte vectors per token, one block of 256
+// threads; up to SinkPlan::kSpreadHeadsMaxTokens tokens half a unit per thread: 2 heads,
+// four blocks per token, so a decode batch's chains run on four times the SMs).  Per set
 // a block does two phases: every thread first reads its units of the P tokens' rows
 // (16-byte vectors on the vector path, elements otherwise; units tid + j * 256 of each
 // token's G head rows, at most SinkPlan::kRowSlotsVector / kRowSlotsScalar per token,
