@@ -69,6 +69,18 @@ HY4_DEVICE inline float scale_one(float o, float s) {
   return is_nan_f32(v) ? f32_from_bits(0x7fc00000u) : v;
 }
 
+// r / units with no device division (an integer divide is ~30 dependent instructions with
+// a reciprocal, and the first loads' addresses waited on two of them): units_magic =
+// SinkPlan::units_magic(units) = 2^31 / units + 1 (made by the plan), and (r * magic) >> 31 = r / units + e with
+// 0 < e < r / 2^31 <= 2^-16 < 1 / units for r < kMaxGroupHeads * kMaxDim = 2^15 and units
+// <= kMaxDim = 2^10, which leaves the floor unchanged (r / units is at most 1 - 1 / units
+// past an integer).
+HY4_DEVICE inline int div_units(int r, uint32_t units_magic) {
+  return static_cast<int>((static_cast<uint64_t>(static_cast<uint32_t>(r)) * units_magic) >> 31);
+}
+static_assert(SinkPlan::kMaxGroupHeads * SinkPlan::kMaxDim <= (int64_t{1} << 15) && SinkPlan::kMaxDim <= 1024,
+              "div_units is exact for r < 2^15 and units <= 2^10");
+
 // A unit of the scale phase: a 16-byte vector on the vector path, else one element.
 template <class OutT, bool kVector>
 struct SinkUnit { using type = dev::Vec<OutT, 16 / sizeof(OutT)>; };
@@ -89,7 +101,7 @@ template <class OutT, bool kVector>
 __global__ void HY4_LAUNCH_BOUNDS(SinkPlan::kBlockThreads)
     sink_kernel(OutT* out, int64_t out_ts, int64_t out_hs, float* lse, int64_t lse_ts, int64_t lse_hs,
                 const float* sinks, const int32_t* kv_indptr, int64_t tokens, int heads, int dim, int group,
-                int per_block) {
+                int per_block, uint32_t units_magic) {
   using UnitT = typename SinkUnit<OutT, kVector>::type;
   constexpr int kVec = 16 / sizeof(OutT);
   constexpr int kElems = kVector ? kVec : 1;  // elements per unit
@@ -109,7 +121,7 @@ __global__ void HY4_LAUNCH_BOUNDS(SinkPlan::kBlockThreads)
 #pragma unroll
   for (int j = 0; j < kSlots; ++j) {
     const int r = tid + j * static_cast<int>(blockDim.x);
-    const int g = r < row_units ? r / units : -1;
+    const int g = r < row_units ? div_units(r, units_magic) : -1;
     head_of[j] = g;
     offset[j] = g < 0 ? 0 : static_cast<int64_t>(h0 + g) * out_hs + static_cast<int64_t>(r - g * units) * kElems;
   }
@@ -135,7 +147,10 @@ __global__ void HY4_LAUNCH_BOUNDS(SinkPlan::kBlockThreads)
     float lse_in = 0.0f, sink_in = 0.0f;
     float* l = lse;
     if (scalar_thread) {
-      const int dt = tid / g_count, g = tid - dt * g_count;
+      int dt = 0;  // tid / g_count by compares (tid < n_tok * g_count, n_tok <= kMaxTokensPerBlock)
+#pragma unroll
+      for (int q = 1; q < SinkPlan::kMaxTokensPerBlock; ++q) dt += tid >= q * g_count ? 1 : 0;
+      const int g = tid - dt * g_count;
       l = lse + (t0 + dt) * lse_ts + (h0 + g) * lse_hs;
       kv_begin = kv_indptr[t0 + dt];
       kv_end = kv_indptr[t0 + dt + 1];
@@ -185,7 +200,8 @@ void SinkPlan::launch(hy4::rt::Stream stream) const {
 #define HY4_SINK_LAUNCH(T, V)                                                                                 \
   HY4_LAUNCH((sink_kernel<T, V>), grid, block, stream, static_cast<T*>(a.out.data), a.out.token_stride,       \
              a.out.head_stride, lse, a.lse.token_stride, a.lse.head_stride, a.sinks, a.kv_indptr, a.out.tokens, \
-             static_cast<int>(a.out.heads), static_cast<int>(a.out.cols), group_, tokens_per_block(a.out.tokens))
+             static_cast<int>(a.out.heads), static_cast<int>(a.out.cols), group_, tokens_per_block(a.out.tokens),   \
+             units_magic_)
   if (a.out.dtype == DType::BF16) {
     if (vector_) HY4_SINK_LAUNCH(uint16_t, true); else HY4_SINK_LAUNCH(uint16_t, false);
   } else {
