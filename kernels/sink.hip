@@ -69,12 +69,17 @@ HY4_DEVICE inline float scale_one(float o, float s) {
   return is_nan_f32(v) ? f32_from_bits(0x7fc00000u) : v;
 }
 
-// r / units with no device division (an integer divide is ~30 dependent instructions with
-// a reciprocal, and the first loads' addresses waited on two of them): units_magic =
-// SinkPlan::units_magic(units) = 2^31 / units + 1 (made by the plan), and (r * magic) >> 31 = r / units + e with
-// 0 < e < r / 2^31 <= 2^-16 < 1 / units for r < kMaxGroupHeads * kMaxDim = 2^15 and units
-// <= kMaxDim = 2^10, which leaves the floor unchanged (r / units is at most 1 - 1 / units
-// past an integer).
+// r / units with no device division.  An integer divide is about 30 instructions around a
+// reciprocal, and the first loads' addresses waited on three of them (r / units for two
+// slots, then the scalar thread's tid / g_count: the bf16 vector kernel issued its first load
+// at instruction 200; sm_90 SASS, twenty-ninth session).  units_magic =
+// SinkPlan::units_magic(units) = 2^31 / units + 1, made by the plan, and (r * magic) >> 31 =
+// r / units + e with 0 < e < r / 2^31 <= 2^-16 < 1 / units, for r < kMaxGroupHeads x kMaxDim
+// = 2^15 and units <= kMaxDim = 2^10.  That leaves the floor unchanged: r / units is at most
+// 1 - 1 / units past an integer.  (Checked for every units in [1, 1024] and r < 2^15 by
+// SinkPlanTest.UnitsMagicDividesExactly.)  The scalar thread's token is counted by compares.
+// H100, with both: x0.96 - 0.99 from T = 1 to 4096, x1.00 at 8192 and 32768
+// (cand-sink-no-device-division, `ci/bench_variants.py --run out/v71.tar.xz --rounds 7`).
 HY4_DEVICE inline int div_units(int r, uint32_t units_magic) {
   return static_cast<int>((static_cast<uint64_t>(static_cast<uint32_t>(r)) * units_magic) >> 31);
 }

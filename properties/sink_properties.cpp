@@ -292,6 +292,20 @@ TEST(SinkProperties, ZeroTokensLaunchNothingAndWriteNothing) {
   EXPECT_TRUE(sink_case_passes(make_sink_case(7, sink_hyv4_shape(0)), "sink.ZeroTokens"));
 }
 
+// The kernel finds a unit's head as (r * SinkPlan::units_magic(units)) >> 31 (sink.hip,
+// div_units), not r / units: every units the plan can make (1 .. kMaxDim) against every r
+// below kMaxGroupHeads x kMaxDim, on the host (no backend needed).
+TEST(SinkPlanMagic, UnitsMagicDividesExactly) {
+  const int64_t r_end = SinkPlan::kMaxGroupHeads * SinkPlan::kMaxDim;
+  for (int64_t units = 1; units <= SinkPlan::kMaxDim; ++units) {
+    const uint64_t m = SinkPlan::units_magic(units);
+    for (int64_t r = 0; r < r_end; ++r) {
+      const int64_t q = static_cast<int64_t>((static_cast<uint64_t>(r) * m) >> 31);
+      if (q != r / units) FAIL() << "units_magic(" << units << ") = " << m << ": r = " << r << " gives " << q;
+    }
+  }
+}
+
 // Tokens per block (1 below 2048 tokens, then T / 1024 up to 4, then 2 from 5120 tokens)
 // on both sides of each step, with a last set shorter than the rest (T % P != 0); H = 2
 // with D = 8 (vector) and D = 3 (scalar) keeps the large T cheap.
