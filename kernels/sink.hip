@@ -77,7 +77,7 @@ HY4_DEVICE inline float scale_one(float o, float s) {
 // r / units + e with 0 < e < r / 2^31 <= 2^-16 < 1 / units, for r < kMaxGroupHeads x kMaxDim
 // = 2^15 and units <= kMaxDim = 2^10.  That leaves the floor unchanged: r / units is at most
 // 1 - 1 / units past an integer.  (Checked for every units in [1, 1024] and r < 2^15 by
-// SinkPlanTest.UnitsMagicDividesExactly.)  The scalar thread's token is counted by compares.
+// SinkPlanMagic.UnitsMagicDividesExactly.)  The scalar thread's token is counted by compares.
 // H100, with both: x0.96 - 0.99 from T = 1 to 4096, x1.00 at 8192 and 32768
 // (cand-sink-no-device-division, `ci/bench_variants.py --run out/v71.tar.xz --rounds 7`).
 HY4_DEVICE inline int div_units(int r, uint32_t units_magic) {
