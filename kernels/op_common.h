@@ -36,6 +36,16 @@ constexpr int pow2_threads(int64_t n, int lo, int hi) {
   return t;
 }
 
+// r / d on the device with no integer division (about 30 instructions around a reciprocal,
+// on the chain to a kernel's first loads): the plan makes small_div_magic(d) = 2^31 / d + 1
+// once, and op_device.h's small_div(r, magic) = (r * magic) >> 31.  That is r / d + e with
+// 0 < e < r / 2^31 <= 2^-16 < 1 / d for r < kSmallDivMaxDividend = 2^15 and d <= 2^10, so the
+// floor is r / d's (which is at most 1 - 1 / d past an integer).  Every d in [1, 2^10] and
+// r < 2^15 is checked by SmallDiv.MagicDividesExactly (properties/sink_properties.cpp).
+constexpr int64_t kSmallDivMaxDividend = int64_t{1} << 15;
+constexpr int64_t kSmallDivMaxDivisor = int64_t{1} << 10;
+constexpr uint32_t small_div_magic(int64_t d) { return static_cast<uint32_t>((int64_t{1} << 31) / d + 1); }
+
 namespace check {
 // Each throws ArgumentError("<op>: argument '<name>' ...") when the rule is broken.
 void dtype_is(const char* op, const char* name, const MatrixView& v, DType want);

@@ -14,4 +14,10 @@ HY4_DEVICE inline int64_t device_row_count(const int32_t* num_rows, int64_t rows
   return v < 0 ? 0 : (v < rows ? v : rows);
 }
 
+// r / d for r < kSmallDivMaxDividend and d <= kSmallDivMaxDivisor, magic = small_div_magic(d)
+// (op_common.h says why it is exact).
+HY4_DEVICE inline uint32_t small_div(uint32_t r, uint32_t magic) {
+  return static_cast<uint32_t>((static_cast<uint64_t>(r) * magic) >> 31);
+}
+
 }  // namespace hy4

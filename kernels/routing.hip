@@ -122,18 +122,25 @@ struct EntryReader {
   const int32_t* mask;
   uint32_t n_real;  // real rows * k: entries past it are graph padding
   int bits;         // match_any bits: expert + 1 (-1 -> 0) is below 2^bits
+  uint32_t k_magic = 0;  // small_div_magic(k) from the plan: read_entry's j / k (0 where unused)
   // The (global) expert of entry j = t*k + s, or -1: past `end`, padding, outside [0, E)
   // or masked.  The id is read whenever j < end (j < T*k: inside the view), so that the
   // read does not wait for the device row count.
   HY4_DEVICE int32_t raw_id(uint32_t j, uint32_t t, uint32_t s, uint32_t end) const {
     return j < end ? ids[static_cast<int64_t>(t) * ids_stride + s] : -1;
   }
-  // Entry j as t = j / k, s = j % k, its raw id and its weight (0 past `end`): one entry per
-  // thread (the decode, bitmap and chunk-bitmap kernels; the warp loops step an EntryCursor).
-  HY4_DEVICE int32_t read_entry(uint32_t j, uint32_t end, const float* weights, int64_t weights_stride, uint32_t& t,
-                                uint32_t& s, float& wt) const {
-    t = j / k;
-    s = j - t * k;
+  // Entry j = t0 * k + jl as t = t0 + jl / k, s = jl % k, its raw id and its weight (0 past
+  // `end`): one entry per thread (the decode, bitmap and chunk-bitmap kernels; the warp loops
+  // step an EntryCursor).  jl / k is small_div by k_magic, no device division (jl <
+  // kSmallDivMaxDividend; the kernels' static_asserts hold the bound): the division was the
+  // one thing before these loads that took tens of instructions (sm_90 SASS, twenty-ninth
+  // session).
+  HY4_DEVICE int32_t read_entry(uint32_t t0, uint32_t jl, uint32_t end, const float* weights, int64_t weights_stride,
+                                uint32_t& t, uint32_t& s, float& wt) const {
+    const uint32_t dt = small_div(jl, k_magic);
+    t = t0 + dt;
+    s = jl - dt * k;
+    const uint32_t j = t0 * k + jl;
     wt = j < end ? weights[static_cast<int64_t>(t) * weights_stride + s] : 0.0f;
     return raw_id(j, t, s, end);
   }
@@ -145,6 +152,13 @@ struct EntryReader {
   // on it, with up to 32 distinct experts in a warp; ballots x0.95 - 0.99 at T >= 64).
   HY4_DEVICE uint64_t same_expert_lanes(int e) const { return dev::match_by_ballots(static_cast<uint32_t>(e + 1), bits); }
 };
+
+// read_entry's jl: a lane (< 64), or tid + i * blockDim.x with i below 2 entries per thread
+// (the bitmap kernels); its k at most kMaxK.
+static_assert(RoutingPlan::kBitmapEntriesPerThread * RoutingPlan::kMaxThreads <= kSmallDivMaxDividend &&
+                  RoutingPlan::kBitmapMaxEntries / 256 * RoutingPlan::kMaxThreads <= kSmallDivMaxDividend &&
+                  RoutingPlan::kMaxK <= kSmallDivMaxDivisor,
+              "read_entry's jl / k is inside small_div's bounds");
 
 // A lane's entry j = base + lane as (t, s), advanced by warpSize entries per step without
 // a division (dt = ws / k, ds = ws % k).
@@ -417,7 +431,7 @@ HY4_DEVICE inline void decode_entries(const EntryReader& r, const float* weights
   const uint32_t j = static_cast<uint32_t>(lane);
   uint32_t t, s;
   float wt;
-  const int32_t id = r.read_entry(j, n, weights, weights_stride, t, s, wt);
+  const int32_t id = r.read_entry(0, j, n, weights, weights_stride, t, s, wt);
   // The warp's part of the slots and blocks, as if unused, while the reads are in flight.
   uint32_t p0, p1, q0, q1;
   prefill_part(gw, ws, lane, pad_id, share, max_padded, num_blocks, sorted_ids, sorted_weights, expert_of_block, p0,
@@ -468,12 +482,14 @@ HY4_DEVICE inline void decode_entries(const EntryReader& r, const float* weights
 // decode_threads(), no shared memory, no block barrier.
 __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
     routing_decode_kernel(const int32_t* ids, int64_t ids_stride, const float* weights, int64_t weights_stride,
-                          int64_t rows, int k, int experts, const int32_t* num_rows, int bits, int block_size,
+                          int64_t rows, int k, uint32_t k_magic, int experts, const int32_t* num_rows, int bits,
+                          int block_size,
                           SortShares share, int32_t* sorted_ids, float* sorted_weights, int32_t* expert_of_block,
                           int32_t* counts, int32_t max_padded, int32_t num_blocks, uint16_t* moe_out, int64_t moe_stride,
                           int64_t hidden) {
   const int64_t real = device_row_count(num_rows, rows);
-  const EntryReader r{ids, ids_stride, static_cast<uint32_t>(k), experts, nullptr, static_cast<uint32_t>(real * k), bits};
+  const EntryReader r{ids, ids_stride, static_cast<uint32_t>(k), experts, nullptr, static_cast<uint32_t>(real * k), bits,
+                      k_magic};
   const int32_t pad_id = sorted_id(rows, k);
   const uint32_t n = static_cast<uint32_t>(rows * k);
   decode_entries(r, weights, weights_stride, n, block_size, pad_id, share, max_padded, num_blocks, real, sorted_ids,
@@ -545,8 +561,8 @@ HY4_DEVICE int32_t bitmap_rank(SharedU present, SharedI before, int x, uint32_t 
 // AMD budget: routing_bitmap_kernel >= 1 waves/SIMD
 __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
     routing_bitmap_kernel(const int32_t* ids, int64_t ids_stride, const float* weights, int64_t weights_stride,
-                          int64_t rows, int k, int experts, const int32_t* mask, const int32_t* num_rows,
-                          int block_size, SortShares share, int32_t* sorted_ids, float* sorted_weights,
+                          int64_t rows, int k, uint32_t k_magic, int experts, const int32_t* mask,
+                          const int32_t* num_rows, int block_size, SortShares share, int32_t* sorted_ids, float* sorted_weights,
                           int32_t* expert_of_block, int32_t* counts, int32_t max_padded, int32_t num_blocks,
                           uint16_t* moe_out, int64_t moe_stride, int64_t hidden) {
   const int nt = static_cast<int>(blockDim.x), tid = static_cast<int>(threadIdx.x);
@@ -556,7 +572,7 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
   HY4_SHARED_UPTO(uint32_t, seg_excl, RoutingPlan::kBitmapMaxExperts, experts);  // within the expert's warp
   HY4_SHARED(uint32_t, warp_total, RoutingPlan::kBitmapMaxExperts / 32);          // the expert warps' totals
   const int64_t real = device_row_count(num_rows, rows);
-  const EntryReader r{ids, ids_stride, static_cast<uint32_t>(k), experts, mask, static_cast<uint32_t>(real * k), 0};
+  const EntryReader r{ids, ids_stride, static_cast<uint32_t>(k), experts, mask, static_cast<uint32_t>(real * k), 0, k_magic};
   const int32_t pad_id = sorted_id(rows, k);
   const uint32_t n = static_cast<uint32_t>(rows * k);
   const int c = static_cast<int>(blockIdx.x);
@@ -568,7 +584,7 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
 #pragma unroll
   for (int i = 0; i < P; ++i) {
     uint32_t t, s;
-    id[i] = r.read_entry(static_cast<uint32_t>(tid + i * nt), n, weights, weights_stride, t, s, wt[i]);
+    id[i] = r.read_entry(0, static_cast<uint32_t>(tid + i * nt), n, weights, weights_stride, t, s, wt[i]);
     sid[i] = sorted_id(t, s);
   }
   uint32_t p0, p1, q0, q1;
@@ -816,8 +832,8 @@ __global__ void HY4_LAUNCH_BOUNDS_ONE_BLOCK(RoutingPlan::kMaxThreads)
 // AMD budget: routing_sort_bitmap_kernel >= 1 waves/SIMD
 __global__ void HY4_LAUNCH_BOUNDS_ONE_BLOCK(RoutingPlan::kMaxThreads)
     routing_sort_bitmap_kernel(const int32_t* ids, int64_t ids_stride, const float* weights, int64_t weights_stride,
-                               int64_t rows, int k, int experts, const int32_t* mask, const int32_t* num_rows,
-                               int64_t chunk_tokens, const int32_t* counts_ce, int chunks, int block_size,
+                               int64_t rows, int k, uint32_t k_magic, int experts, const int32_t* mask,
+                               const int32_t* num_rows, int64_t chunk_tokens, const int32_t* counts_ce, int chunks, int block_size,
                                SortShares share, int32_t* sorted_ids, float* sorted_weights, int32_t* expert_of_block,
                                int32_t* counts, int32_t max_padded, int32_t num_blocks) {
   constexpr int P = static_cast<int>(RoutingPlan::kBitmapMaxEntries / 256);  // entries per thread (blocks >= 256)
@@ -831,17 +847,19 @@ __global__ void HY4_LAUNCH_BOUNDS_ONE_BLOCK(RoutingPlan::kMaxThreads)
   HY4_SHARED_UPTO(int32_t, seg_base, RoutingPlan::kMaxThreads, nt);
   HY4_SHARED_UPTO(uint64_t, warp_total, RoutingPlan::kMaxWarps, warps);
   const int64_t real = device_row_count(num_rows, rows);
-  const EntryReader r{ids, ids_stride, static_cast<uint32_t>(k), experts, mask, static_cast<uint32_t>(real * k), 0};
+  const EntryReader r{ids, ids_stride, static_cast<uint32_t>(k), experts, mask, static_cast<uint32_t>(real * k), 0, k_magic};
   const int c = static_cast<int>(blockIdx.x);
   uint32_t r0, r1;  // chunk c (empty for the blocks past the chunks)
   part_of(static_cast<uint32_t>(rows * k), static_cast<uint64_t>(chunk_tokens * k), c, r0, r1);
+  const int64_t c_first = int64_t{c} * chunk_tokens;
+  const uint32_t t0 = static_cast<uint32_t>(c_first < rows ? c_first : rows);  // r0 = t0 * k
   int32_t sid[P];  // each entry's sorted id, kept from the read to the write
   int32_t id[P];
   float wt[P];
 #pragma unroll
   for (int i = 0; i < P; ++i) {
     uint32_t t, s;
-    id[i] = r.read_entry(r0 + static_cast<uint32_t>(tid + i * nt), r1, weights, weights_stride, t, s, wt[i]);
+    id[i] = r.read_entry(t0, static_cast<uint32_t>(tid + i * nt), r1, weights, weights_stride, t, s, wt[i]);
     sid[i] = sorted_id(t, s);
   }
   bitmap_zero(present, experts, tid, nt);
@@ -912,7 +930,7 @@ void RoutingPlan::launch(hy4::rt::Stream stream) const {
     HY4_LAUNCH(routing_decode_kernel, dim3(static_cast<unsigned>(G)), dim3(static_cast<unsigned>(decode_threads(T, k, E))),
                stream,
                static_cast<const int32_t*>(a.ids.data), a.ids.row_stride, static_cast<const float*>(a.weights.data),
-               a.weights.row_stride, T, k, E, a.num_rows, id_bits(E), a.block_size, warp_share, a.sorted_ids,
+               a.weights.row_stride, T, k, k_magic_, E, a.num_rows, id_bits(E), a.block_size, warp_share, a.sorted_ids,
                a.sorted_weights, a.expert_of_block, a.counts, static_cast<int32_t>(mp), static_cast<int32_t>(nb), moe,
                a.moe_out.row_stride, hidden);
     return;
@@ -920,7 +938,7 @@ void RoutingPlan::launch(hy4::rt::Stream stream) const {
   if (bitmap_path(T, k, E, a.expert_mask != nullptr)) {
     HY4_LAUNCH(routing_bitmap_kernel, dim3(static_cast<unsigned>(G)), dim3(static_cast<unsigned>(bitmap_threads(T, k, E))),
                stream, static_cast<const int32_t*>(a.ids.data), a.ids.row_stride, static_cast<const float*>(a.weights.data),
-               a.weights.row_stride, T, k, E, a.expert_mask, a.num_rows, a.block_size, share, a.sorted_ids,
+               a.weights.row_stride, T, k, k_magic_, E, a.expert_mask, a.num_rows, a.block_size, share, a.sorted_ids,
                a.sorted_weights, a.expert_of_block, a.counts, static_cast<int32_t>(mp), static_cast<int32_t>(nb), moe,
                a.moe_out.row_stride, hidden);
     return;
@@ -937,7 +955,8 @@ void RoutingPlan::launch(hy4::rt::Stream stream) const {
   else if (sort_bitmap(T, k, E))
     HY4_LAUNCH_DEPENDENT_IF(true, routing_sort_bitmap_kernel, dim3(static_cast<unsigned>(G)), block, stream,
                             static_cast<const int32_t*>(a.ids.data), a.ids.row_stride,
-                            static_cast<const float*>(a.weights.data), a.weights.row_stride, T, k, E, a.expert_mask,
+                            static_cast<const float*>(a.weights.data), a.weights.row_stride, T, k, k_magic_, E,
+                            a.expert_mask,
                             a.num_rows, ct, static_cast<const int32_t*>(a.workspace), C, a.block_size, share,
                             a.sorted_ids, a.sorted_weights, a.expert_of_block, a.counts, static_cast<int32_t>(mp),
                             static_cast<int32_t>(nb));

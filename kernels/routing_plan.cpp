@@ -33,6 +33,7 @@ RoutingPlan::RoutingPlan(const RoutingArgs& a) : args_(a) {
   check::dtype_is(op, "weights", a.weights, DType::F32);
   check::shape(op, "ids", a.ids, T, 1, kMaxK);
   const int k = static_cast<int>(a.ids.cols);
+  k_magic_ = small_div_magic(k);
   check::shape(op, "weights", a.weights, T, k, k);
   check::stride(op, "ids", a.ids, kMaxStride);
   check::stride(op, "weights", a.weights, kMaxStride);

@@ -94,10 +94,6 @@ class SinkPlan {
   static constexpr int kRowSlotsVector = 2;
   static constexpr int kRowSlotsScalar = kMaxDim > 2 * kBlockThreads ? static_cast<int>(kMaxDim) / kBlockThreads : 2;
 
-  // 2^31 / units + 1 for units in [1, kMaxDim]: the kernel's r / units as a multiply and a
-  // shift (sink.hip, div_units, says why it is exact).
-  static uint32_t units_magic(int64_t units) { return static_cast<uint32_t>((int64_t{1} << 31) / units + 1); }
-
   explicit SinkPlan(const SinkArgs& args);  // throws ArgumentError naming the argument
   void launch(hy4::rt::Stream stream) const;
   const SinkArgs& args() const { return args_; }
@@ -112,7 +108,7 @@ class SinkPlan {
   SinkArgs args_;
   bool vector_ = false;  // D % vec == 0 and every row start aligned: 16-byte vectors
   int group_ = 1;        // heads per block
-  uint32_t units_magic_ = 0;  // units_magic(units of a head row)
+  uint32_t units_magic_ = 0;  // small_div_magic(units of a head row): the kernel's r / units
   int64_t grid_x_ = 0, grid_y_ = 0;
 };
 

@@ -26,6 +26,7 @@
 // AMD budget: sink_kernel >= 4 waves/SIMD
 #include "platform/hy4_numeric.h"
 #include "platform/hy4_platform.h"
+#include "op_device.h"
 #include "sink.h"
 
 namespace hy4 {
@@ -69,22 +70,16 @@ HY4_DEVICE inline float scale_one(float o, float s) {
   return is_nan_f32(v) ? f32_from_bits(0x7fc00000u) : v;
 }
 
-// r / units with no device division.  An integer divide is about 30 instructions around a
-// reciprocal, and the first loads' addresses waited on three of them (r / units for two
+// r / units with no device division: small_div (op_device.h) with units_magic =
+// small_div_magic(units), made by the plan.  An integer divide is about 30 instructions around
+// a reciprocal, and the first loads' addresses waited on three of them (r / units for two
 // slots, then the scalar thread's tid / g_count: the bf16 vector kernel issued its first load
-// at instruction 200; sm_90 SASS, twenty-ninth session).  units_magic =
-// SinkPlan::units_magic(units) = 2^31 / units + 1, made by the plan, and (r * magic) >> 31 =
-// r / units + e with 0 < e < r / 2^31 <= 2^-16 < 1 / units, for r < kMaxGroupHeads x kMaxDim
-// = 2^15 and units <= kMaxDim = 2^10.  That leaves the floor unchanged: r / units is at most
-// 1 - 1 / units past an integer.  (Checked for every units in [1, 1024] and r < 2^15 by
-// SinkPlanMagic.UnitsMagicDividesExactly.)  The scalar thread's token is counted by compares.
-// H100, with both: x0.96 - 0.99 from T = 1 to 4096, x1.00 at 8192 and 32768
-// (cand-sink-no-device-division, `ci/bench_variants.py --run out/v71.tar.xz --rounds 7`).
-HY4_DEVICE inline int div_units(int r, uint32_t units_magic) {
-  return static_cast<int>((static_cast<uint64_t>(static_cast<uint32_t>(r)) * units_magic) >> 31);
-}
-static_assert(SinkPlan::kMaxGroupHeads * SinkPlan::kMaxDim <= (int64_t{1} << 15) && SinkPlan::kMaxDim <= 1024,
-              "div_units is exact for r < 2^15 and units <= 2^10");
+// at instruction 200; sm_90 SASS, twenty-ninth session).  The scalar thread's token is
+// counted by compares.  H100, with both: x0.96 - 0.99 from T = 1 to 4096, x1.00 at 8192 and
+// 32768 (cand-sink-no-device-division, `ci/bench_variants.py --run out/v71.tar.xz --rounds 7`).
+static_assert(SinkPlan::kMaxGroupHeads * SinkPlan::kMaxDim <= kSmallDivMaxDividend &&
+                  SinkPlan::kMaxDim <= kSmallDivMaxDivisor,
+              "small_div is exact for r < kMaxGroupHeads x kMaxDim and units <= kMaxDim");
 
 // A unit of the scale phase: a 16-byte vector on the vector path, else one element.
 template <class OutT, bool kVector>
@@ -126,7 +121,7 @@ __global__ void HY4_LAUNCH_BOUNDS(SinkPlan::kBlockThreads)
 #pragma unroll
   for (int j = 0; j < kSlots; ++j) {
     const int r = tid + j * static_cast<int>(blockDim.x);
-    const int g = r < row_units ? div_units(r, units_magic) : -1;
+    const int g = r < row_units ? static_cast<int>(small_div(static_cast<uint32_t>(r), units_magic)) : -1;
     head_of[j] = g;
     offset[j] = g < 0 ? 0 : static_cast<int64_t>(h0 + g) * out_hs + static_cast<int64_t>(r - g * units) * kElems;
   }

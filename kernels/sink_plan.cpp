@@ -89,7 +89,7 @@ SinkPlan::SinkPlan(const SinkArgs& a) : args_(a) {
   vector_ = D % vec == 0 && reinterpret_cast<uintptr_t>(a.out.data) % 16 == 0 && aligned(a.out.head_stride, H) &&
             aligned(a.out.token_stride, T);
   const int64_t units = vector_ ? D / vec : D;
-  units_magic_ = units_magic(units);
+  units_magic_ = small_div_magic(units);
   const int64_t block_units = T <= kSpreadHeadsMaxTokens ? kBlockThreads / 2 : 2 * kBlockThreads;
   group_ = static_cast<int>(std::clamp<int64_t>(block_units / units, 1, std::min<int64_t>(H, kMaxGroupHeads)));
   const int tb = tokens_per_block(T);

@@ -292,16 +292,20 @@ TEST(SinkProperties, ZeroTokensLaunchNothingAndWriteNothing) {
   EXPECT_TRUE(sink_case_passes(make_sink_case(7, sink_hyv4_shape(0)), "sink.ZeroTokens"));
 }
 
-// The kernel finds a unit's head as (r * SinkPlan::units_magic(units)) >> 31 (sink.hip,
-// div_units), not r / units: every units the plan can make (1 .. kMaxDim) against every r
-// below kMaxGroupHeads x kMaxDim, on the host (no backend needed).
-TEST(SinkPlanMagic, UnitsMagicDividesExactly) {
-  const int64_t r_end = SinkPlan::kMaxGroupHeads * SinkPlan::kMaxDim;
-  for (int64_t units = 1; units <= SinkPlan::kMaxDim; ++units) {
-    const uint64_t m = SinkPlan::units_magic(units);
-    for (int64_t r = 0; r < r_end; ++r) {
+// The kernels divide by a plan-made magic, not by d (op_common.h, small_div_magic; sink's
+// r / units, routing's j / k): (r * magic) >> 31 as op_device.h's small_div computes it, for
+// every divisor in [1, kSmallDivMaxDivisor] against every r below kSmallDivMaxDividend, on
+// the host (no backend needed).  Sink's bounds are inside: kMaxDim units, r below
+// kMaxGroupHeads x kMaxDim.
+TEST(SmallDiv, MagicDividesExactly) {
+  static_assert(SinkPlan::kMaxDim <= kSmallDivMaxDivisor &&
+                    SinkPlan::kMaxGroupHeads * SinkPlan::kMaxDim <= kSmallDivMaxDividend,
+                "sink's r / units is inside small_div's bounds");
+  for (int64_t d = 1; d <= kSmallDivMaxDivisor; ++d) {
+    const uint64_t m = small_div_magic(d);
+    for (int64_t r = 0; r < kSmallDivMaxDividend; ++r) {
       const int64_t q = static_cast<int64_t>((static_cast<uint64_t>(r) * m) >> 31);
-      if (q != r / units) FAIL() << "units_magic(" << units << ") = " << m << ": r = " << r << " gives " << q;
+      if (q != r / d) FAIL() << "small_div_magic(" << d << ") = " << m << ": r = " << r << " gives " << q;
     }
   }
 }
