@@ -252,6 +252,13 @@ TEST(RoutingProperties, EveryPathAndGridSplitBothSides) {
           << (RoutingPlan::one_kernel(sp.T, sh.k) ? "one kernel, " : "two kernels, " + std::to_string(RoutingPlan::chunks(sp.T)) + " chunks, ")
           << RoutingPlan::sort_blocks(sp.T, sh.k, sp.E, sp.bs) << " sort blocks";
     }
+  // The cases above straddle the one-kernel split only while it sits where routing.h says
+  // (T*k at most kSingleMaxEntries: one kernel); both sides give the same bits, so only the
+  // plan can tell (a mutant sweep found the split movable by one unseen).
+  EXPECT_TRUE(RoutingPlan::one_kernel(S / 8, 8));
+  EXPECT_FALSE(RoutingPlan::one_kernel(S / 8 + 1, 8));
+  EXPECT_TRUE(RoutingPlan::one_kernel(S, 1));
+  EXPECT_FALSE(RoutingPlan::one_kernel(S + 1, 1));
   EXPECT_EQ(RoutingPlan::fill_blocks(1, 1, 64, 16), 1);  // 1024 slots
   EXPECT_EQ(RoutingPlan::fill_blocks(2, 1, 64, 16), 2);  // 1025
   EXPECT_EQ(RoutingPlan::fill_blocks(2, 1, 32, 64), 3);  // 2049
