@@ -473,6 +473,18 @@ TEST(TopkProperties, RowsPastTheGridCapAreWritten) {
     sh.num_rows = sh.T - 2;
     EXPECT_TRUE(topk_case_passes(make_topk_case(0x9c1 + count, sh), "topk.RowsPastTheGridCap"));
   }
+  // The warp path's grid itself: ceil(rows / rows per block), capped.  The grid-stride loop
+  // gives the same bits with a block more or less, so only the plan can tell (a mutant
+  // sweep found an extra, empty block unseen).
+  const int64_t per32 = TopkPlan::kBlockThreads / 32, per64 = TopkPlan::kBlockThreads / 64;
+  EXPECT_EQ(TopkPlan::warp_path_grid(1, 32), 1);
+  EXPECT_EQ(TopkPlan::warp_path_grid(per32, 32), 1);
+  EXPECT_EQ(TopkPlan::warp_path_grid(per32 + 1, 32), 2);
+  EXPECT_EQ(TopkPlan::warp_path_grid(per64, 64), 1);
+  EXPECT_EQ(TopkPlan::warp_path_grid(per64 + 1, 64), 2);
+  EXPECT_EQ(TopkPlan::warp_path_grid(TopkPlan::kMaxGrid * per32, 32), TopkPlan::kMaxGrid);
+  EXPECT_EQ(TopkPlan::warp_path_grid(TopkPlan::kMaxGrid * per32 + 1, 32), TopkPlan::kMaxGrid);
+  EXPECT_EQ(TopkPlan::warp_path_grid(TopkPlan::kMaxGrid * per64 - 1, 64), TopkPlan::kMaxGrid);
 }
 
 // Block per row: rows past its grid cap (kMaxGrid blocks, a row each) come from the
