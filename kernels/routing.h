@@ -132,7 +132,7 @@ class RoutingPlan {
 
  private:
   RoutingArgs args_;
-  uint32_t k_magic_ = 0;  // small_div_magic(k): the one-kernel and chunk-bitmap kernels' j / k
+  uint32_t k_magic_ = 0;  // small_div_magic(k): the decode, bitmap and chunk-bitmap kernels' j / k
 };
 
 }  // namespace hy4
