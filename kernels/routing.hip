@@ -506,6 +506,21 @@ template <class Shared>
 HY4_DEVICE void bitmap_zero(Shared present, int experts, int tid, int nt) {
   for (int i = tid; i < experts * kBitmapStride; i += nt) present[i] = 0;
 }
+// The same for a block of nt >= experts threads (the bitmap kernel: bitmap_threads() >=
+// scan_threads(E) >= E): kBitmapStride predicated passes, unrolled, so no trip count.  NVVM
+// unrolls bitmap_zero's loop by four after an integer division for its trip count, the one
+// MUFU.RCP left before the bitmap kernel's first barrier (thirtieth session).  H100, T = 8 /
+// 64: x0.97 / 0.97 and x0.97 / 0.98 in two calls (routing.bitmap-zero-fixed-passes); in the
+// chunk-bitmap kernel the same passes were x1.01 - 1.03 at T = 512 / 4096, so it keeps the
+// loop (a rolled loop, routing.bitmap-zero-rolled, was x1.06 - 1.08 at T = 8 / 64).
+template <class Shared>
+HY4_DEVICE void bitmap_zero_passes(Shared present, int experts, int tid, int nt) {
+#pragma unroll
+  for (int q = 0; q < kBitmapStride; ++q) {
+    const int i = tid + q * nt;
+    if (i < experts * kBitmapStride) present[i] = 0;
+  }
+}
 // Entry l of expert x (x >= 0): OR is commutative, so the bits are the same in any order.
 template <class Shared>
 HY4_DEVICE void bitmap_set(Shared present, int x, uint32_t l) {
@@ -590,7 +605,7 @@ __global__ void HY4_LAUNCH_BOUNDS(RoutingPlan::kMaxThreads)
   uint32_t p0, p1, q0, q1;
   prefill_part(c, nt, tid, pad_id, share, max_padded, num_blocks, sorted_ids, sorted_weights, expert_of_block, p0, p1,
                q0, q1);
-  bitmap_zero(present, experts, tid, nt);
+  bitmap_zero_passes(present, experts, tid, nt);
   dev::sync_block();
   int x[P];
 #pragma unroll
