@@ -188,6 +188,23 @@ TEST(GateProperties, PairedRowsBothSidesOfTheSplit) {
       const GateCase c = make_gate_case(0x9a1 + dT * 16 + W, shape);
       EXPECT_TRUE(gate_case_passes(c, "gate.PairedRows.T" + std::to_string(shape.T) + "W" + std::to_string(W)));
     }
+  // The plan's grid itself: a block per row below the split, ceil(T / 2) from it on, capped
+  // at kMaxGrid.  The grid-stride loop gives the same bits with a block more or less, so only
+  // the plan can tell (a mutant sweep found ceil(T / 2) - 1 unseen).  The plan only checks the
+  // views (never dereferenced here): disjoint, aligned addresses stand in for buffers.
+  auto plan_of = [](int64_t T) {
+    auto at = [](uintptr_t gib) { return reinterpret_cast<uint16_t*>(gib << 30); };
+    return GatePlan(dense_gate_args(at(64), at(128), at(192), T, 8));
+  };
+  const int64_t split = GatePlan::kPairFromRows;
+  EXPECT_EQ(plan_of(1).grid_blocks(), 1);
+  EXPECT_EQ(plan_of(GatePlan::kSliceBelowRows - 1).grid_blocks(), GatePlan::kSliceBelowRows - 1);
+  EXPECT_EQ(plan_of(GatePlan::kSliceBelowRows).grid_blocks(), GatePlan::kSliceBelowRows);
+  EXPECT_EQ(plan_of(split - 1).grid_blocks(), split - 1);
+  EXPECT_EQ(plan_of(split).grid_blocks(), split / 2);
+  EXPECT_EQ(plan_of(split + 1).grid_blocks(), split / 2 + 1);
+  EXPECT_EQ(plan_of(2 * GatePlan::kMaxGrid - 1).grid_blocks(), GatePlan::kMaxGrid);
+  EXPECT_EQ(plan_of(2 * GatePlan::kMaxGrid + 1).grid_blocks(), GatePlan::kMaxGrid);
 }
 
 // Below GatePlan::kSliceBelowRows rows a row is cut into slices of kSliceThreads (32)
