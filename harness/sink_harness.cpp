@@ -597,6 +597,18 @@ std::vector<std::string> sink_bad_argument_failures(int* classes) {
       {"'lse' is not aligned to 4 bytes", [](SinkArgs& a) { a.lse.data = reinterpret_cast<char*>(a.lse.data) + 2; }},
       {"'sinks' is not aligned", [](SinkArgs& a) { a.sinks = reinterpret_cast<const float*>(reinterpret_cast<const char*>(a.sinks) + 1); }},
       {"'lse' overlaps 'out'", [](SinkArgs& a) { a.lse.data = static_cast<char*>(a.out.data) + 64; }},
+      // Each view's extent ends with its last token's last head's last element: lse starting
+      // on out's last aligned pair of elements, out on lse's last element, both overlap.
+      {"'lse' overlaps 'out'",
+       [](SinkArgs& a) {
+         a.lse.data = static_cast<uint16_t*>(a.out.data) + (a.out.tokens - 1) * a.out.token_stride +
+                      (a.out.heads - 1) * a.out.head_stride + a.out.cols - 2;
+       }},
+      {"'lse' overlaps 'out'",
+       [](SinkArgs& a) {
+         a.out.data = static_cast<float*>(a.lse.data) + (a.lse.tokens - 1) * a.lse.token_stride +
+                      (a.lse.heads - 1) * a.lse.head_stride;
+       }},
       {"'aiter_padded_heads' is 24 for BF16 attention: BF16 allows padded heads {16, 32, 64, 128}",
        [](SinkArgs& a) { a.aiter_padded_heads = 24; }},
       {"'aiter_padded_heads' is 4, fewer than the 8 heads", [](SinkArgs& a) { a.aiter_padded_heads = 4; }},
