@@ -333,6 +333,28 @@ TEST(SinkProperties, EveryTokensPerBlockSplitBothSides) {
   EXPECT_EQ(SinkPlan::tokens_per_block(5120), 2);
   EXPECT_EQ(SinkPlan::tokens_per_block(8192), 2);
   EXPECT_EQ(SinkPlan::tokens_per_block(int64_t{1} << 24), 2);
+  // The plan's grid along the tokens: ceil(T / tokens per block), capped at kMaxGrid.  The
+  // grid-stride loop gives the same bits with a block more or less, so only the plan can
+  // tell (a mutant sweep found an extra block unseen).  Plan only: the views are checked,
+  // never dereferenced, so disjoint aligned addresses stand in for the buffers.
+  auto grid_of = [](int64_t T) {
+    auto at = [](uintptr_t gib) { return reinterpret_cast<void*>(gib << 30); };
+    SinkArgs a;
+    a.out = HeadView{at(64), DType::BF16, T, 2, 8, 16, 8};
+    a.lse = HeadView{at(128), DType::F32, T, 2, 1, 2, 1};
+    a.sinks = static_cast<const float*>(at(192));
+    a.kv_indptr = static_cast<const int32_t*>(at(256));
+    return SinkPlan(a).grid_tokens();
+  };
+  EXPECT_EQ(grid_of(1), 1);
+  EXPECT_EQ(grid_of(2 * step - 1), 2 * step - 1);
+  EXPECT_EQ(grid_of(2 * step), step);
+  EXPECT_EQ(grid_of(2 * step + 1), step + 1);
+  EXPECT_EQ(grid_of(3 * step + 1), step + 1);
+  EXPECT_EQ(grid_of(4 * step + 3), step + 1);
+  EXPECT_EQ(grid_of(two + 1), two / 2 + 1);
+  EXPECT_EQ(grid_of(2 * SinkPlan::kMaxGrid - 3), SinkPlan::kMaxGrid - 1);
+  EXPECT_EQ(grid_of(2 * SinkPlan::kMaxGrid + 1), SinkPlan::kMaxGrid);
 }
 
 // Several tokens per block with a partial last head group (grid y: groups of G heads,
