@@ -477,6 +477,12 @@ std::vector<std::string> routing_bad_argument_failures(int* classes) {
       {"'sorted_weights' is not aligned", [](RoutingArgs& a) { a.sorted_weights = reinterpret_cast<float*>(reinterpret_cast<char*>(a.sorted_weights) + 1); }},
       {"'expert_mask' is not aligned", [](RoutingArgs& a) { a.expert_mask = reinterpret_cast<const int32_t*>(reinterpret_cast<const char*>(a.counts) + 1); }},
       {"'sorted_weights' overlaps 'expert_of_block'", [](RoutingArgs& a) { a.expert_of_block = reinterpret_cast<int32_t*>(a.sorted_weights) + 100; }},
+      // An output starting on another's last element (the plan's sizes: max_padded 280,
+      // 18 blocks, 2 counts, a workspace of 16), so each output's extent is checked to its end.
+      {"'sorted_ids' overlaps 'sorted_weights'", [](RoutingArgs& a) { a.sorted_weights = reinterpret_cast<float*>(a.sorted_ids + 279); }},
+      {"'expert_of_block' overlaps 'counts'", [](RoutingArgs& a) { a.counts = a.expert_of_block + 17; }},
+      {"'counts' overlaps 'workspace'", [](RoutingArgs& a) { a.workspace = a.counts + 1; }},
+      {"'counts' overlaps 'workspace'", [](RoutingArgs& a) { a.counts = a.workspace + 15; }},
       {"'moe_out' has dtype int32", [](RoutingArgs& a) { a.moe_out = MatrixView{p_moe, DType::I32, 4, 8, 8}; }},
       {"'moe_out' has 3 rows", [](RoutingArgs& a) { a.moe_out = MatrixView{p_moe, DType::BF16, 3, 8, 8}; }},
   };
