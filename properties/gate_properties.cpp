@@ -13,6 +13,7 @@
 #include "gate.h"
 #include "gate_harness.h"
 #include "numerics.h"
+#include "refusals.h"
 #include "platform/hy4_numeric.h"
 #include "support/suite.h"
 
@@ -191,10 +192,10 @@ TEST(GateProperties, PairedRowsBothSidesOfTheSplit) {
   // The plan's grid itself: a block per row below the split, ceil(T / 2) from it on, capped
   // at kMaxGrid.  The grid-stride loop gives the same bits with a block more or less, so only
   // the plan can tell (a mutant sweep found ceil(T / 2) - 1 unseen).  The plan only checks the
-  // views (never dereferenced here): disjoint, aligned addresses stand in for buffers.
+  // views (never dereferenced here): far_address (refusals.h) stands in for the buffers.
   auto plan_of = [](int64_t T) {
-    auto at = [](uintptr_t gib) { return reinterpret_cast<uint16_t*>(gib << 30); };
-    return GatePlan(dense_gate_args(at(64), at(128), at(192), T, 8));
+    auto at = [](int n) { return static_cast<uint16_t*>(far_address(n)); };
+    return GatePlan(dense_gate_args(at(1), at(2), at(3), T, 8));
   };
   const int64_t split = GatePlan::kPairFromRows;
   EXPECT_EQ(plan_of(1).grid_blocks(), 1);

@@ -15,6 +15,7 @@
 #include "device_buffer.h"
 #include "numerics.h"
 #include "platform/hy4_numeric.h"
+#include "refusals.h"
 #include "sink.h"
 #include "sink_harness.h"
 #include "support/suite.h"
@@ -336,14 +337,13 @@ TEST(SinkProperties, EveryTokensPerBlockSplitBothSides) {
   // The plan's grid along the tokens: ceil(T / tokens per block), capped at kMaxGrid.  The
   // grid-stride loop gives the same bits with a block more or less, so only the plan can
   // tell (a mutant sweep found an extra block unseen).  Plan only: the views are checked,
-  // never dereferenced, so disjoint aligned addresses stand in for the buffers.
+  // never dereferenced, so far_address (refusals.h) stands in for the buffers.
   auto grid_of = [](int64_t T) {
-    auto at = [](uintptr_t gib) { return reinterpret_cast<void*>(gib << 30); };
     SinkArgs a;
-    a.out = HeadView{at(64), DType::BF16, T, 2, 8, 16, 8};
-    a.lse = HeadView{at(128), DType::F32, T, 2, 1, 2, 1};
-    a.sinks = static_cast<const float*>(at(192));
-    a.kv_indptr = static_cast<const int32_t*>(at(256));
+    a.out = HeadView{far_address(1), DType::BF16, T, 2, 8, 16, 8};
+    a.lse = HeadView{far_address(2), DType::F32, T, 2, 1, 2, 1};
+    a.sinks = static_cast<const float*>(far_address(3));
+    a.kv_indptr = static_cast<const int32_t*>(far_address(4));
     return SinkPlan(a).grid_tokens();
   };
   EXPECT_EQ(grid_of(1), 1);
