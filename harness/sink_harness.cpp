@@ -545,6 +545,15 @@ Replays<SinkCase, SinkOutput> sink_graph_scenario(uint64_t seed, int64_t T, int 
   return r;
 }
 
+namespace {
+// refusals.h's past_last_element for a [T, H, C] view: its extent ends with the last
+// token's last head's last element (the padding after it is not part of it).
+char* past_last_element(const HeadView& v) {
+  return static_cast<char*>(v.data) +
+         ((v.tokens - 1) * v.token_stride + (v.heads - 1) * v.head_stride + v.cols) * dtype_size(v.dtype);
+}
+}  // namespace
+
 std::vector<std::string> sink_bad_argument_failures(int* classes) {
   DeviceBuffer<uint16_t> out(4 * 16 * 64 + 64);
   DeviceBuffer<float> lse(4 * 16 + 16), sinks(16);
@@ -601,13 +610,11 @@ std::vector<std::string> sink_bad_argument_failures(int* classes) {
       // on out's last aligned pair of elements, out on lse's last element, both overlap.
       {"'lse' overlaps 'out'",
        [](SinkArgs& a) {
-         a.lse.data = static_cast<uint16_t*>(a.out.data) + (a.out.tokens - 1) * a.out.token_stride +
-                      (a.out.heads - 1) * a.out.head_stride + a.out.cols - 2;
+         a.lse.data = past_last_element(a.out) - 2 * sizeof(uint16_t);
        }},
       {"'lse' overlaps 'out'",
        [](SinkArgs& a) {
-         a.out.data = static_cast<float*>(a.lse.data) + (a.lse.tokens - 1) * a.lse.token_stride +
-                      (a.lse.heads - 1) * a.lse.head_stride;
+         a.out.data = past_last_element(a.lse) - sizeof(float);
        }},
       {"'aiter_padded_heads' is 24 for BF16 attention: BF16 allows padded heads {16, 32, 64, 128}",
        [](SinkArgs& a) { a.aiter_padded_heads = 24; }},
@@ -651,8 +658,7 @@ std::vector<std::string> sink_bad_argument_failures(int* classes) {
       {"out starting where lse's last element ends (lse's row padding is not part of it)",
        [](SinkArgs& a) {
          a.lse.data = far_address(2);
-         a.out.data = static_cast<float*>(a.lse.data) + (a.lse.tokens - 1) * a.lse.token_stride +
-                      (a.lse.heads - 1) * a.lse.head_stride + 1;
+         a.out.data = past_last_element(a.lse);
        }},
       {"one token whose heads are kMaxStride apart (head stride at its limit)",
        [](SinkArgs& a) {
