@@ -2,10 +2,12 @@
 // (cpu backend only).  Barriers and warp collectives at warp 32 and 64, shared memory
 // that starts as garbage, faults for a barrier or collective that not every thread
 // reaches and for reads of unwritten shared memory (also behind warp collectives: a warp
-// may race ahead of the others), misaligned vector accesses, blocks
-// in an order other than launch order, launches frozen by value in graphs.
+// may race ahead of the others), for lanes at different collectives, shuffle offsets
+// outside the warp and shared arrays declared unlike, each launch limit on both sides,
+// misaligned vector accesses, blocks in an order other than launch order, launches frozen
+// by value in graphs, a forked child running on threads of its own.
 #include <gtest/gtest.h>
-#include <unistd.h>  // gettid
+#include <unistd.h>  // gettid, alarm
 
 #include <algorithm>
 #include <atomic>
@@ -81,6 +83,37 @@ __global__ void shared_out_of_range_kernel(int* out) {
   out[threadIdx.x] = 0;
 }
 
+// The threads of a block declare their shared arrays alike (a GPU has one declaration).
+// which 0: sizes that differ (HY4_SHARED_UPTO's n, thread-dependent); 1: element types that
+// differ; 2: names that differ; 3: alike (no fault).
+__global__ void shared_declarations_kernel(int* out, int which) {
+  const bool odd = threadIdx.x % 2 != 0;
+  if (which == 0) {
+    HY4_SHARED_UPTO(int, buf, 64, odd ? 48 : 32);
+    buf[threadIdx.x % 32] = 1;
+  } else if (which == 1) {
+    if (odd) {
+      HY4_SHARED(float, buf, 16);
+      buf[0] = 1;
+    } else {
+      HY4_SHARED(double, buf, 16);
+      buf[1] = 1;
+    }
+  } else if (which == 2) {
+    if (odd) {
+      HY4_SHARED(int, lhs, 16);
+      lhs[0] = 1;
+    } else {
+      HY4_SHARED(int, rhs, 16);
+      rhs[1] = 1;
+    }
+  } else {
+    HY4_SHARED_UPTO(int, buf, 64, 32);
+    buf[threadIdx.x % 32] = 1;
+  }
+  out[threadIdx.x] = 0;
+}
+
 __global__ void early_exit_barrier_kernel(int* out) {
   if (threadIdx.x == 3) return;
   __syncthreads();
@@ -91,6 +124,40 @@ __global__ void divergent_shuffle_kernel(int* out) {
   int v = threadIdx.x;
   if (threadIdx.x % 2 == 0) v = hy4::dev::shfl_xor(v, 1);
   out[threadIdx.x] = v;
+}
+
+// Even lanes at one warp collective, odd lanes at another: on a GPU the warp waits forever
+// or mixes two exchanges.  mix 0: shfl_xor beside shfl_down (one op, two kinds); mix 1:
+// shfl_xor beside ballot.
+__global__ void mixed_collectives_kernel(int* out, int mix) {
+  int v = threadIdx.x;
+  if (threadIdx.x % 2 == 0)
+    v = hy4::dev::shfl_xor(v, 1);
+  else if (mix == 0)
+    v = hy4::dev::shfl_down(v, 1);
+  else
+    v = static_cast<int>(hy4::dev::ballot(true) & 1);
+  out[threadIdx.x] = v;
+}
+
+// The edges every GPU agrees on.  shfl_down past the warp's last lane returns the lane's
+// own value; shfl_idx takes its source lane modulo the warp (CUDA's shfl.sync keeps the
+// low 5 bits, HIP's __shfl reaches ds_bpermute's wrapped address); shfl_xor with ws - 1
+// reverses the warp.
+__global__ void shuffle_edges_kernel(int* out) {
+  const int ws = hy4::dev::warp_size(), lane = hy4::dev::lane_id();
+  const int v = 1000 + static_cast<int>(threadIdx.x);
+  int* o = out + 4 * threadIdx.x;
+  o[0] = hy4::dev::shfl_down(v, ws - 1);
+  o[1] = hy4::dev::shfl_idx(v, lane + ws);
+  o[2] = hy4::dev::shfl_idx(v, -1);
+  o[3] = hy4::dev::shfl_xor(v, ws - 1);
+}
+
+// kind 0: shfl_xor(v, arg); 1: shfl_down(v, arg).
+__global__ void shuffle_offset_kernel(int* out, int kind, int arg) {
+  const int v = static_cast<int>(threadIdx.x);
+  out[threadIdx.x] = kind == 0 ? hy4::dev::shfl_xor(v, arg) : hy4::dev::shfl_down(v, arg);
 }
 
 __global__ void write_value_kernel(int* out, int value) { out[threadIdx.x] = value; }
@@ -321,6 +388,25 @@ TEST_P(Executor, SharedIndexPastTheEndIsReported) {
   EXPECT_NE(f.find("index 64 is past the end of shared array buf[64]"), std::string::npos) << f;
 }
 
+TEST_P(Executor, SharedArraysDeclaredUnlikeByTwoThreadsAreReported) {
+  DeviceBuffer<int> dout(64);
+  // Which thread declares first is the schedule's: each message holds both declarations.
+  const std::vector<std::vector<std::string>> want = {{"'buf' [48]", "'buf' [32]"}, {"'buf' [16] here but as 'buf' [16]"},
+                                                      {"'lhs' [16]", "'rhs' [16]"}};
+  for (int which = 0; which < 4; ++which) {
+    ScopedStream s;
+    const std::string f =
+        fault_of([&] { HY4_LAUNCH(shared_declarations_kernel, dim3(1), dim3(64), s.get(), dout.get(), which); });
+    if (which == 3) {
+      EXPECT_EQ(f, "") << "declarations alike";
+      continue;
+    }
+    EXPECT_NE(f.find("shared array #0 declared as"), std::string::npos) << "case " << which << ": " << f;
+    for (const std::string& part : want[static_cast<std::size_t>(which)])
+      EXPECT_NE(f.find(part), std::string::npos) << "case " << which << ": " << f;
+  }
+}
+
 // A write one element past the end of a device buffer (the red zone after every
 // allocation) fails the launch naming the kernel; writing exactly the buffer does not.
 TEST_P(Executor, WritePastTheEndOfADeviceBufferIsReported) {
@@ -420,6 +506,14 @@ TEST_P(Executor, AKernelThatNeverEndsIsStoppedByTheWatchdog) {
   // skips the other statements: the case file is read only after the last one.)
   EXPECT_DEATH(HY4_LAUNCH(endless_collective_kernel, dim3(2), dim3(128), s.get(), d.get(), 0),
                "kernel endless_collective_kernel .* a block still runs after 1 s(.|\n)*block \\([01],0,0\\) running for");
+  // The only block hangs: block 0 is watched like any other (the alarm stops a child whose
+  // watchdog never fires).
+  auto lone_block = [&] {
+    ::alarm(20);
+    HY4_LAUNCH(endless_collective_kernel, dim3(1), dim3(128), s.get(), d.get(), 0);
+  };
+  EXPECT_DEATH(lone_block(),
+               "kernel endless_collective_kernel .* a block still runs after 1 s(.|\n)*block \\(0,0,0\\) running for");
   EXPECT_DEATH(
       {
         const hy4::harness::KeepCaseOnFault keep([seed] {
@@ -482,7 +576,11 @@ TEST_P(Executor, BarrierNotReachedByEveryThreadIsReported) {
   const std::string f =
       fault_of([&] { HY4_LAUNCH(early_exit_barrier_kernel, dim3(2), dim3(64), s.get(), dout.get()); });
   EXPECT_NE(f.find("deadlock"), std::string::npos) << f;
-  EXPECT_NE(f.find("exited without reaching it"), std::string::npos) << f;
+  // The counts and the first thread of each kind: 63 wait, thread 3 exited.
+  EXPECT_NE(f.find("63 of 64 threads wait at __syncthreads (first: thread 0), 1 exited without reaching it "
+                   "(first: thread 3)"),
+            std::string::npos)
+      << f;
 }
 
 TEST_P(Executor, CollectiveNotReachedByEveryLaneIsReported) {
@@ -490,14 +588,92 @@ TEST_P(Executor, CollectiveNotReachedByEveryLaneIsReported) {
   ScopedStream s;
   const std::string f =
       fault_of([&] { HY4_LAUNCH(divergent_shuffle_kernel, dim3(1), dim3(128), s.get(), dout.get()); });
-  EXPECT_NE(f.find("lanes reached a collective"), std::string::npos) << f;
+  // Even lanes wait at the shuffle, odd lanes (half the block) exited.
+  const int ws = GetParam();
+  EXPECT_NE(f.find("warp 0: thread 0 waits at shfl_xor but only " + std::to_string(ws / 2) + " of " +
+                   std::to_string(ws) + " lanes reached a collective (64 threads of the block exited, first: thread 1)"),
+            std::string::npos)
+      << f;
+}
+
+TEST_P(Executor, LanesAtDifferentCollectivesAreReported) {
+  DeviceBuffer<int> dout(128);
+  for (int mix : {0, 1}) {
+    ScopedStream s;
+    const std::string f =
+        fault_of([&] { HY4_LAUNCH(mixed_collectives_kernel, dim3(1), dim3(128), s.get(), dout.get(), mix); });
+    EXPECT_NE(f.find("stand at different warp collectives"), std::string::npos) << "mix " << mix << ": " << f;
+    EXPECT_NE(f.find(mix == 0 ? "shfl_down" : "ballot"), std::string::npos) << "mix " << mix << ": " << f;
+  }
+}
+
+TEST_P(Executor, ShuffleEdgesFollowTheGpu) {
+  const int ws = GetParam(), threads = 128;
+  DeviceBuffer<int> dout(4 * threads);
+  ScopedStream s;
+  HY4_LAUNCH(shuffle_edges_kernel, dim3(1), dim3(threads), s.get(), dout.get());
+  std::vector<int> out;
+  dout.download(out, s);
+  for (int t = 0; t < threads; ++t) {
+    const int lane = t % ws, first = t - lane;
+    EXPECT_EQ(out[4 * t + 0], 1000 + (lane == 0 ? first + ws - 1 : t)) << "shfl_down(v, ws - 1), thread " << t;
+    EXPECT_EQ(out[4 * t + 1], 1000 + t) << "shfl_idx(v, lane + ws), thread " << t;
+    EXPECT_EQ(out[4 * t + 2], 1000 + first + ws - 1) << "shfl_idx(v, -1), thread " << t;
+    EXPECT_EQ(out[4 * t + 3], 1000 + first + (lane ^ (ws - 1))) << "shfl_xor(v, ws - 1), thread " << t;
+  }
+}
+
+TEST_P(Executor, ShuffleOffsetOutsideTheWarpIsReported) {
+  const int ws = GetParam();
+  DeviceBuffer<int> dout(128);
+  for (int kind : {0, 1}) {
+    const char* name = kind == 0 ? "shfl_xor" : "shfl_down";
+    for (int arg : {-1, ws, ws + 1, -ws}) {
+      ScopedStream s;
+      const std::string f =
+          fault_of([&] { HY4_LAUNCH(shuffle_offset_kernel, dim3(1), dim3(128), s.get(), dout.get(), kind, arg); });
+      EXPECT_NE(f.find(std::string(name) + " with"), std::string::npos) << name << "(v, " << arg << "): " << f;
+      EXPECT_NE(f.find("outside [0, " + std::to_string(ws) + ")"), std::string::npos) << name << "(v, " << arg << "): " << f;
+    }
+    for (int arg : {0, 1, ws - 1}) {
+      ScopedStream s;
+      EXPECT_EQ(fault_of([&] { HY4_LAUNCH(shuffle_offset_kernel, dim3(1), dim3(128), s.get(), dout.get(), kind, arg); }),
+                "")
+          << name << "(v, " << arg << ")";
+    }
+  }
 }
 
 TEST_P(Executor, InvalidLaunchShapeIsRefused) {
   DeviceBuffer<int> dout(64);
   ScopedStream s;
-  EXPECT_THROW(HY4_LAUNCH(write_value_kernel, dim3(1), dim3(2048), s.get(), dout.get(), 1), hy4::rt::RuntimeError);
-  EXPECT_THROW(HY4_LAUNCH(write_value_kernel, dim3(0), dim3(64), s.get(), dout.get(), 1), hy4::rt::RuntimeError);
+  // Each of a GPU's launch limits, one past it (refused, naming the shape) and at it (runs):
+  // 1024 threads a block, block.z <= 64, grid.y and grid.z <= 65535, grid.x < 2^31.
+  const std::pair<dim3, dim3> refused[] = {
+      {dim3(1), dim3(2048)},          {dim3(1), dim3(1025)},           {dim3(1), dim3(32, 16, 3)},
+      {dim3(1), dim3(0, 1, 1)},       {dim3(1), dim3(1, 0, 1)},        {dim3(1), dim3(1, 1, 0)},
+      {dim3(1), dim3(1, 1, 65)},      {dim3(0), dim3(64)},             {dim3(1, 0, 1), dim3(64)},
+      {dim3(1, 1, 0), dim3(64)},      {dim3(1, 65536, 1), dim3(64)},   {dim3(1, 1, 65536), dim3(64)},
+      {dim3(0x80000000u), dim3(64)}};
+  for (const auto& [grid, block] : refused) {
+    const std::string shape = "grid (" + std::to_string(grid.x) + "," + std::to_string(grid.y) + "," +
+                              std::to_string(grid.z) + ") block (" + std::to_string(block.x) + "," +
+                              std::to_string(block.y) + "," + std::to_string(block.z) + ")";
+    try {
+      HY4_LAUNCH(write_value_kernel, grid, block, s.get(), dout.get(), 1);
+      ADD_FAILURE() << shape << " was launched";
+    } catch (const hy4::rt::RuntimeError& e) {
+      EXPECT_NE(std::string(e.what()).find("invalid configuration " + shape), std::string::npos) << e.what();
+    }
+  }
+  DeviceBuffer<int> wide(1024);
+  const std::pair<dim3, dim3> accepted[] = {{dim3(1), dim3(1024)},       {dim3(1), dim3(16, 1, 64)},
+                                            {dim3(1, 65535, 1), dim3(1)}, {dim3(1, 1, 65535), dim3(1)},
+                                            {dim3(1), dim3(8, 8, 16)}};
+  for (const auto& [grid, block] : accepted)
+    EXPECT_NO_THROW(HY4_LAUNCH(write_value_kernel, grid, block, s.get(), wide.get(), 1))
+        << "grid (" << grid.x << "," << grid.y << "," << grid.z << ") block (" << block.x << "," << block.y << ","
+        << block.z << ")";
 }
 
 TEST_P(Executor, GraphFreezesLaunchArgumentsByValue) {
@@ -789,6 +965,35 @@ TEST_P(DependentLaunch, HeldPrimariesRunOnOneLastingHelperThread) {
   EXPECT_NE(ran_on[0], main_thread) << "the primary was not held back (it ran on the launching thread)";
   EXPECT_EQ(ran_on[1], ran_on[0]) << "the second held primary ran on a new thread";
   EXPECT_EQ(ran_on[2], ran_on[0]) << "the third held primary ran on a new thread";
+}
+
+// A forked child (gtest's default "fast" death tests, a harness that forks per case) has
+// none of its parent's threads: it gets a block pool, a watchdog and held-primary helpers
+// of its own.  The parent's pool and helpers would never answer (the alarm turns that wait
+// into a failure), and without a watchdog of its own a child's endless kernel hangs.
+TEST_P(DependentLaunch, AForkedChildRunsOnThreadsOfItsOwn) {
+  ScopedStream s;
+  DeviceBuffer<int> in(1), mid(kN), out(kN);
+  ASSERT_EQ(run_pair(s, in, mid, out, false, false), std::vector<int>(kN, 42));  // the parent's helper exists now
+  const std::string style = GTEST_FLAG_GET(death_test_style);
+  GTEST_FLAG_SET(death_test_style, "fast");  // fork, no exec: the child starts with the parent's memory
+  auto child = [&] {
+    ::alarm(20);
+    ScopedStream cs;
+    DeviceBuffer<int> cin(1), cmid(kN), cout(kN);
+    std::_Exit(run_pair(cs, cin, cmid, cout, false, false) == std::vector<int>(kN, 42) ? 0 : 1);
+  };
+  EXPECT_EXIT(child(), ::testing::ExitedWithCode(0), "");
+  {
+    const ScopedEnv limit("HY4_CPU_BLOCK_TIMEOUT_S", "1");
+    DeviceBuffer<int> d(256);
+    auto endless = [&] {
+      ::alarm(20);
+      HY4_LAUNCH(endless_thread_kernel, dim3(3), dim3(64), s.get(), d.get(), 0);
+    };
+    EXPECT_DEATH(endless(), "kernel endless_thread_kernel .*: a block still runs after 1 s");
+  }
+  GTEST_FLAG_SET(death_test_style, style);
 }
 
 // A held-back primary that never ends: the watchdog names the primary, not the dependent

@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <ucontext.h>
 #include <unistd.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -464,6 +465,13 @@ void run_fiber(Fiber& f) {
   b.launch->fault(os.str());
 }
 
+[[gnu::noinline, gnu::cold]] void fault_shuffle_offset(Block& b, const Fiber& fl, int ws) {
+  std::ostringstream os;
+  os << where(b, fl) << ": " << op_name(fl.op, fl.kind) << " with " << (fl.kind == ShuffleKind::Xor ? "mask " : "delta ")
+     << fl.arg << ", outside [0, " << ws << ") (CUDA takes its low 5 bits, HIP returns the lane's own value)";
+  b.launch->fault(os.str());
+}
+
 void resolve_warp(Block& b, int warp) {
   auto& fs = *b.fibers;
   const int ws = b.launch->warp;
@@ -483,13 +491,18 @@ void resolve_warp(Block& b, int warp) {
       int src = l;
       bool own = false;
       switch (fl.kind) {
+        // A mask or delta outside [0, ws) has no one meaning on GPUs: CUDA's shfl.sync
+        // keeps its low 5 bits (xor 33 is xor 1), HIP's __shfl_xor / __shfl_down give the
+        // lane its own value (and a negative one reaches ds_bpermute's wrapped address).
         case ShuffleKind::Xor:
-          src = l ^ fl.arg;
-          own = fl.arg < 0 || src >= ws;
-          break;
         case ShuffleKind::Down:
-          src = l + fl.arg;
-          own = fl.arg < 0 || src >= ws;
+          if (fl.arg < 0 || fl.arg >= ws) {
+            fault_shuffle_offset(b, fl, ws);
+            own = true;
+          } else {
+            src = fl.kind == ShuffleKind::Xor ? l ^ fl.arg : l + fl.arg;
+            own = src >= ws;  // shfl_down past the warp's last lane: the lane's own value
+          }
           break;
         case ShuffleKind::Idx:
           src = ((fl.arg % ws) + ws) % ws;
@@ -821,9 +834,18 @@ class Pool {
   bool stop_ = false;
 };
 
+// The pool of this process.  A child forked without exec (gtest's default "fast" death
+// tests, a harness that forks per case) has none of its parent's threads: its first launch
+// makes a pool of its own.  The parent's is left as it is (the child cannot join threads it
+// does not have); one launch at a time (g_launch_mu) calls this.
 Pool& pool() {
-  static Pool p;
-  return p;
+  static Pool* p = nullptr;
+  static pid_t owner = 0;
+  if (owner != getpid()) {
+    p = new Pool;
+    owner = getpid();
+  }
+  return *p;
 }
 std::mutex g_launch_mu;  // one launch at a time: the pool serves one job
 
@@ -916,13 +938,31 @@ void watchdog_loop() {
   }
 }
 
+// The watchdog thread, one per process: a child forked without exec starts its own.  Its
+// parent's Watch::mu may not be held across the fork (the watchdog takes it every 200 ms),
+// and the parent's threads' Workers are not the child's: fork handlers take the lock
+// before the fork and, in the child, keep only the forking thread's Worker.
+void start_watchdog_once_per_process() {
+  static std::once_flag handlers;
+  std::call_once(handlers, [] {
+    pthread_atfork([] { watch().mu.lock(); }, [] { watch().mu.unlock(); },
+                   [] {
+                     Watch& w = watch();
+                     w.workers.assign(tl_worker_ptr ? 1 : 0, tl_worker_ptr);
+                     w.mu.unlock();
+                   });
+  });
+  static std::atomic<pid_t> running_in{0};
+  const pid_t me = getpid();
+  if (running_in.exchange(me) != me) std::thread(watchdog_loop).detach();
+}
+
 // Watches one launch while it lives (nothing when the limit is 0).
 class LaunchWatch {
  public:
   LaunchWatch(const LaunchState& L, int limit_s) : on_(limit_s > 0) {
     if (!on_) return;
-    static std::once_flag started;
-    std::call_once(started, [] { std::thread(watchdog_loop).detach(); });
+    start_watchdog_once_per_process();
     std::lock_guard<std::mutex> lk(watch().mu);
     watch().launch = &L;
     watch().limit_s = limit_s;
