@@ -160,6 +160,20 @@ __global__ void shuffle_offset_kernel(int* out, int kind, int arg) {
   out[threadIdx.x] = kind == 0 ? hy4::dev::shfl_xor(v, arg) : hy4::dev::shfl_down(v, arg);
 }
 
+// Votes of every warp of the block, the last one partial when blockDim is not a multiple
+// of the warp: out[3t] = all(p), out[3t + 1] = any(p), out[3t + 2] = popcount(ballot(p)).
+__global__ void warp_votes_kernel(const int* p, int* out) {
+  const int t = static_cast<int>(threadIdx.x);
+  const bool mine = p[t] != 0;
+  out[3 * t] = hy4::dev::all(mine) ? 1 : 0;
+  out[3 * t + 1] = hy4::dev::any(mine) ? 1 : 0;
+  out[3 * t + 2] = static_cast<int>(__builtin_popcountll(hy4::dev::ballot(mine)));
+}
+
+__global__ void shuffle_down_one_kernel(int* out) {
+  out[threadIdx.x] = hy4::dev::shfl_down(static_cast<int>(threadIdx.x), 1);
+}
+
 __global__ void write_value_kernel(int* out, int value) { out[threadIdx.x] = value; }
 
 // Copies 16-byte (F32x4) or 8-byte (F32x2) vectors from in + offset to out + offset
@@ -594,6 +608,52 @@ TEST_P(Executor, CollectiveNotReachedByEveryLaneIsReported) {
                    std::to_string(ws) + " lanes reached a collective (64 threads of the block exited, first: thread 1)"),
             std::string::npos)
       << f;
+}
+
+// all / any / ballot over full warps and a partial last warp (only its lanes vote).
+TEST_P(Executor, WarpVotesCountTheLanesThatExist) {
+  const int ws = GetParam(), threads = 2 * ws + ws / 2;
+  std::vector<int> p(static_cast<std::size_t>(threads), 1);
+  p[static_cast<std::size_t>(ws + 3)] = 0;                    // warp 1: all false, any true
+  for (int l = 0; l < ws / 2; ++l) p[static_cast<std::size_t>(2 * ws + l)] = 1;  // warp 2 (partial): all true
+  DeviceBuffer<int> dp(p.size()), dout(3 * p.size());
+  ScopedStream s;
+  dp.upload(p, s);
+  HY4_LAUNCH(warp_votes_kernel, dim3(1), dim3(threads), s.get(), dp.get(), dout.get());
+  std::vector<int> out;
+  dout.download(out, s);
+  for (int t = 0; t < threads; ++t) {
+    const int first = t / ws * ws, last = std::min(first + ws, threads);
+    int count = 0;
+    for (int i = first; i < last; ++i) count += p[static_cast<std::size_t>(i)];
+    EXPECT_EQ(out[3 * t], count == last - first ? 1 : 0) << "all, thread " << t;
+    EXPECT_EQ(out[3 * t + 1], count > 0 ? 1 : 0) << "any, thread " << t;
+    EXPECT_EQ(out[3 * t + 2], count) << "ballot, thread " << t;
+  }
+  // A warp of no true lane: all false, any false, an empty ballot.
+  std::vector<int> none(static_cast<std::size_t>(threads), 0);
+  dp.upload(none, s);
+  HY4_LAUNCH(warp_votes_kernel, dim3(1), dim3(threads), s.get(), dp.get(), dout.get());
+  dout.download(out, s);
+  for (int t = 0; t < threads; ++t)
+    EXPECT_EQ((std::vector<int>{out[3 * t], out[3 * t + 1], out[3 * t + 2]}), (std::vector<int>{0, 0, 0}))
+        << "thread " << t;
+}
+
+// A partial last warp: shfl_down(v, 1) on its last lane reads a lane that does not exist.
+TEST_P(Executor, ShuffleFromALaneThePartialWarpLacksIsReported) {
+  const int ws = GetParam(), threads = ws + ws / 2;
+  DeviceBuffer<int> dout(static_cast<std::size_t>(2 * ws));
+  ScopedStream s;
+  const std::string f =
+      fault_of([&] { HY4_LAUNCH(shuffle_down_one_kernel, dim3(1), dim3(threads), s.get(), dout.get()); });
+  EXPECT_NE(f.find("shfl_down reads lane " + std::to_string(ws / 2) + " of warp 1, which has only " +
+                   std::to_string(ws / 2) + " threads"),
+            std::string::npos)
+      << f;
+  // Whole warps: the last lane gets its own value, no fault.
+  ScopedStream s2;
+  EXPECT_EQ(fault_of([&] { HY4_LAUNCH(shuffle_down_one_kernel, dim3(1), dim3(2 * ws), s2.get(), dout.get()); }), "");
 }
 
 TEST_P(Executor, LanesAtDifferentCollectivesAreReported) {
