@@ -446,6 +446,16 @@ TEST_P(Executor, ReadPastTheEndOfADeviceBufferFaultsNamingTheThread) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_DEATH(HY4_LAUNCH(read_at_kernel, dim3(1), dim3(1), s.get(), in.get(), int64_t{64}, out.get()),
                "kernel read_at_kernel, block \\(0,0,0\\), thread \\(0,0,0\\): invalid memory access");
+  // A buffer of exactly one page ends flush with its guard page too, and starts flush with
+  // the one before it: index -1 faults.
+  const int64_t page_ints = sysconf(_SC_PAGESIZE) / static_cast<int64_t>(sizeof(int));
+  DeviceBuffer<int> page_in(static_cast<std::size_t>(page_ints));
+  EXPECT_EQ(fault_of([&] { HY4_LAUNCH(read_at_kernel, dim3(1), dim3(1), s.get(), page_in.get(), page_ints - 1, out.get()); }),
+            "");
+  EXPECT_DEATH(HY4_LAUNCH(read_at_kernel, dim3(1), dim3(1), s.get(), page_in.get(), page_ints, out.get()),
+               "kernel read_at_kernel, block \\(0,0,0\\), thread \\(0,0,0\\): invalid memory access");
+  EXPECT_DEATH(HY4_LAUNCH(read_at_kernel, dim3(1), dim3(1), s.get(), page_in.get(), int64_t{-1}, out.get()),
+               "kernel read_at_kernel, block \\(0,0,0\\), thread \\(0,0,0\\): invalid memory access");
 #endif
 }
 
@@ -582,6 +592,27 @@ TEST_P(Executor, FreeingADeviceBufferTwiceIsRefused) {
   int host = 0;
   EXPECT_THROW(hy4::rt::free_device(&host), hy4::rt::RuntimeError);
   EXPECT_NO_THROW(hy4::rt::free_device(nullptr));
+}
+
+// copy_2d_on_device (hy4-bench's pitched copy) copies rows x width bytes, no row and no
+// byte of a row more; zero rows or zero width copy nothing.
+TEST_P(Executor, PitchedCopyCopiesItsRowsAndNothingElse) {
+  constexpr std::size_t pitch = 32, width = 24, rows = 3, all = 5 * pitch;
+  std::vector<unsigned char> src(all), init(all, 0xAB);
+  for (std::size_t i = 0; i < all; ++i) src[i] = static_cast<unsigned char>(i);
+  DeviceBuffer<unsigned char> dsrc(all), ddst(all);
+  ScopedStream s;
+  dsrc.upload(src, s);
+  for (const auto& [w, r] : {std::pair<std::size_t, std::size_t>{width, rows}, {0, rows}, {width, 0}}) {
+    ddst.upload(init, s);
+    hy4::rt::copy_2d_on_device(ddst.get(), pitch, dsrc.get(), pitch, w, r, s.get());
+    std::vector<unsigned char> got;
+    ddst.download(got, s);
+    for (std::size_t i = 0; i < all; ++i) {
+      const bool copied = i / pitch < r && i % pitch < w;
+      ASSERT_EQ(got[i], copied ? src[i] : 0xAB) << "width " << w << ", rows " << r << ": byte " << i;
+    }
+  }
 }
 
 TEST_P(Executor, BarrierNotReachedByEveryThreadIsReported) {
