@@ -421,14 +421,16 @@ __global__ void HY4_LAUNCH_BOUNDS(TopkPlan::kBlockThreads) topk_kernel(const voi
 //    of the 64-bit keys: half the shared reads; H100, topk.block-warp-rank-by-order-words:
 //    x0.94 / 0.95 / 0.95 at T = 1 / 8 / 64.  The tie-break as predicates, (w > word) |
 //    (w == word & j < my place), not as (j < my place) added to w: H100,
-//    topk.block-warp-rank-tie-by-predicates, x0.98 - 0.99 in two calls.)  A key of warp
+//    topk.block-warp-rank-tie-by-predicates, x0.98 - 0.99 in two calls; then one 64-bit
+//    compare of (word, ~place): x0.98, topk.block-warp-rank-wide-compare.)  A key of warp
 //    rank r < kk = min(k, ws) is written to candidate slot r (the ranks are distinct:
 //    lanes past E, all word 0, rank by lane too).
 //    The k best of the row are among the candidates (a warp's experts beyond its kk best
 //    lose to those kk).
 //  - Candidate i's rank = the candidates with a larger key, counted by P adjacent threads
-//    (P a power of two: nt / candidates; each reads its keys in batches of 16, the index
-//    clamped in bounds, so at HY V4's 16 keys a thread one round trip) and summed by
+//    (P a power of two: nt / candidates; each reads its keys in batches of 16, so at HY
+//    V4's 16 keys a thread one round trip; where 16 P divides the candidates every batch
+//    is full and unclamped, elsewhere the index is clamped in bounds) and summed by
 //    shuffles; rank < k writes (key, s_of[id]) to rank slot.
 //  - Warp 0: lane r < k takes rank r; every lane sums the k s values in rank order (the
 //    bit model's order), lane r writes weight and id r.
@@ -490,12 +492,15 @@ __global__ void HY4_LAUNCH_BOUNDS(512) topk_row_block_kernel(const void* logits,
     // distinct), counted from shared memory; rank < kk is candidate slot rank.
     const uint32_t word = key_order(key);
     warp_words[tid] = word;
+    // (word desc, place asc) as one 64-bit compare: (word_j, ~j) > (word, ~my_pos) (x0.98 alone,
+    // topk.block-warp-rank-wide-compare; three compares a word before).
+    const uint64_t mine_w = (static_cast<uint64_t>(word) << 32) | static_cast<uint32_t>(~my_pos);
     dev::sync_warp();
     int wrank = 0;
 #pragma unroll 8
     for (int j = 0; j < ws; ++j) {
-      const uint32_t wj = warp_words[warp * ws + j];
-      wrank += (wj > word) | ((wj == word) & (j < my_pos)) ? 1 : 0;
+      const uint64_t wj = (static_cast<uint64_t>(warp_words[warp * ws + j]) << 32) | static_cast<uint32_t>(~j);
+      wrank += wj > mine_w ? 1 : 0;
     }
     if (wrank < kk) cand_key[warp * kk + wrank] = key;
     dev::sync_block();
@@ -505,15 +510,27 @@ __global__ void HY4_LAUNCH_BOUNDS(512) topk_row_block_kernel(const void* logits,
     if (i < nc) {
       mine = cand_key[i];
       // Batches of 16 reads in flight (the trip count, nc / parts = 16 at HY V4, is not
-      // known to the compiler; a read past nc reads key `part` and is not counted).  H200:
-      // unroll 8 took T = 1 from 3.07 to 2.96 us; H100: batches of 16, one at HY V4, x0.98
-      // (topk.block-candidate-rank-16-in-flight).
-      for (int j0 = part; j0 < nc; j0 += 16 * parts) {
+      // known to the compiler).  H200: unroll 8 took T = 1 from 3.07 to 2.96 us; H100:
+      // batches of 16, one at HY V4, x0.98 (topk.block-candidate-rank-16-in-flight).
+      // Two sides: where 16 x parts (a power of two) divides nc, every batch is full and
+      // its reads need no clamp and no bound test (HY V4 at warp 32: nc 64, parts 4; at
+      // wave64 with k = 16: nc 128, parts 4); elsewhere (HY V4 at wave64: nc 32, parts 8)
+      // a read past nc reads key `part` and is not counted.  The full-batch side with the
+      // one-compare warp rank above: H100, T = 1 / 8 / 64, 2.38 / 2.42 / 2.53 -> 2.26 /
+      // 2.30 / 2.41 us (x0.95; topk.block-both-ranks-lean, thirty-third session).
+      if ((nc & (16 * parts - 1)) == 0) {
+        for (int j0 = part; j0 < nc; j0 += 16 * parts) {
 #pragma unroll
-        for (int u = 0; u < 16; ++u) {
-          const int j = j0 + u * parts;
-          const uint64_t kj = cand_key[j < nc ? j : part];
-          rank += j < nc && kj > mine ? 1 : 0;
+          for (int u = 0; u < 16; ++u) rank += cand_key[j0 + u * parts] > mine ? 1 : 0;
+        }
+      } else {
+        for (int j0 = part; j0 < nc; j0 += 16 * parts) {
+#pragma unroll
+          for (int u = 0; u < 16; ++u) {
+            const int j = j0 + u * parts;
+            const uint64_t kj = cand_key[j < nc ? j : part];
+            rank += j < nc && kj > mine ? 1 : 0;
+          }
         }
       }
     }

@@ -59,7 +59,9 @@ namespace {
 //                         (AutoSplit: T = 256 | 257)
 //   block per row         threads = power of two >= E (64 .. 512): E = 63..65, 127..129, 255..257,
 //                         511, 512 (the split list); candidates per warp min(k, warp): k = 31 | 32;
-//                         its grid cap kMaxGrid rows (BlockPerRowPastItsGridCap: E = 2, no renormalisation)
+//                         its grid cap kMaxGrid rows (BlockPerRowPastItsGridCap: E = 2, no renormalisation);
+//                         candidate batches of 16 x parts full (unclamped) | clamped
+//                         (BlockPathCandidateBatchesFullAndClamped: every E and k of both)
 // Es and, for the warp path's instance splits m x warp (m = 4, 8, 16; warp: this run's), each
 // m x warp + d of `offsets` within kMaxExperts that Es lacks.
 std::vector<int> with_instance_splits(std::vector<int> Es, std::initializer_list<int> offsets) {
@@ -261,6 +263,38 @@ TEST(TopkProperties, EveryKForEveryEdgeE) {
                                                                           std::to_string(k) + ".path" + std::to_string(path)));
       }
     }
+}
+
+// The block path's candidate rank reads its keys in batches of 16 x parts: unclamped where
+// that divides the candidate count nc = warps x min(k, warp), clamped elsewhere (HY V4:
+// full batches at warp 32, clamped at wave64; k = 16 at wave64: full).  Every E of the
+// block path's thread counts with every k, block path pinned; both sides must be seen at
+// this warp size (the counts are the kernel's own formulas, written out again here).
+TEST(TopkProperties, BlockPathCandidateBatchesFullAndClamped) {
+  HY4_REQUIRE_DEVICE();
+  const int ws = hy4::rt::warp_size();
+  int full = 0, clamped = 0;
+  for (int E : {33, 64, 65, 128, 129, 256, 257, 512})
+    for (int k : {1, 2, 4, 8, 9, 16, 31, 32}) {
+      if (k > E) continue;
+      const int nt = TopkPlan::row_block_threads(E), warps = nt / ws, nc = warps * std::min(k, ws);
+      int parts = 1;
+      while (2 * parts * nc <= nt && 2 * parts <= ws) parts *= 2;
+      const bool is_full = nc % (16 * parts) == 0;
+      (is_full ? full : clamped)++;
+      TopkShape sh;
+      sh.T = 3;
+      sh.E = E;
+      sh.k = k;
+      sh.bf16 = k % 2 == 1;
+      sh.values = TopkValues::Mixed;
+      sh.path = 2;
+      EXPECT_TRUE(topk_case_passes(make_topk_case(static_cast<uint64_t>(E) * 64 + static_cast<uint64_t>(k) + 0xb47c, sh),
+                                   "topk.BlockBatches.E" + std::to_string(E) + "k" + std::to_string(k) +
+                                       (is_full ? ".full" : ".clamped")));
+    }
+  EXPECT_GT(full, 0) << "no shape took the full-batch side at warp " << ws;
+  EXPECT_GT(clamped, 0) << "no shape took the clamped side at warp " << ws;
 }
 
 // Both sides of every E split at this warp size (see the list above gen_topk_shape).
