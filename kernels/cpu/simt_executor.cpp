@@ -837,7 +837,8 @@ class Pool {
 // The pool of this process.  A child forked without exec (gtest's default "fast" death
 // tests, a harness that forks per case) has none of its parent's threads: its first launch
 // makes a pool of its own.  The parent's is left as it is (the child cannot join threads it
-// does not have); one launch at a time (g_launch_mu) calls this.
+// does not have).  Called under g_launch_mu, or by a held primary's launch while its
+// dependent, which holds that lock, waits for it: never by two threads at once.
 Pool& pool() {
   static Pool* p = nullptr;
   static pid_t owner = 0;
